@@ -11,7 +11,9 @@ which autograd's engine issues one node at a time (docs/known-gaps.md 315 (a)). 
     eager_chain_bytes' dispatch mode; allocations and views not counted, a zero-filled slice_backward two kernels),
     against perf_constants.yaml kernels rope_thd_host_per_sequence / rope_thd_backward_per_sequence;
 (2) times the host per sub-sequence both ways on CPU tensors (median; the backward's C++ nodes against the forward's
-    Python ops: the charge takes both at the vendor's eager op, host_sync launch_bound_op_s);
+    Python ops) and single ops back to back on the same tiny tensors: what the loop spends a kernel beyond a bare add
+    is its views, Python and autograd bookkeeping, device independent (perf_constants.yaml eager_loop_glue; the charge
+    takes each kernel at host_sync elementwise_op_s plus that, docs/known-gaps.md 325 (a));
 (3) prints each perf_heldout72 row's charge a layer and micro-batch, forward and backward.
 
     python benchmarks/thd_rope_backward.py
@@ -111,6 +113,33 @@ def host_per_sequence(reps: int = 800) -> tuple[float, float]:
     return (f1 - f0) / span, (b1 - b0) / span
 
 
+def bare_ops_s(reps: int = 7, n: int = 2000) -> dict[str, float]:
+    """Host seconds of single eager ops on tiny CPU tensors issued back to back from Python (best of `reps` means of
+    `n` calls, one thread): element-wise add, mul, neg and cat, the output slice's copy_, and mm at 1 x 1 and 64 x 64
+    (fp32): the device-independent part of each op (Python, dispatcher, the CPU kernel)."""
+    import torch  # noqa: PLC0415
+
+    torch.set_num_threads(1)
+    a = torch.randn(2 * SAMPLE_LEN, HEADS, ROT, dtype=torch.bfloat16)
+    b, out = torch.randn_like(a), torch.empty(4 * SAMPLE_LEN, HEADS, ROT, dtype=torch.bfloat16)
+    m1, m64 = torch.randn(1, 1), torch.randn(64, 64)
+    ops = {"add": lambda: torch.add(a, b), "mul": lambda: torch.mul(a, b), "neg": lambda: torch.neg(a),
+           "cat": lambda: torch.cat((a, b), -1), "copy_ into a slice": lambda: out.narrow(0, 0, a.size(0)).copy_(a),
+           "mm 1x1": lambda: torch.mm(m1, m1), "mm 64x64": lambda: torch.mm(m64, m64)}
+    got = {}
+    for name, fn in ops.items():
+        best = float("inf")
+        for _ in range(reps):
+            for _ in range(200):
+                fn()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / n)
+        got[name] = best
+    return got
+
+
 def row_charges() -> list[tuple[str, float, float, float]]:
     """(row id, sub-sequences a row, forward, backward host ms a layer and micro-batch) of perf_heldout72's rows that
     run the loop."""
@@ -141,6 +170,7 @@ def row_charges() -> list[tuple[str, float, float, float]]:
 
 
 def main() -> None:
+    from trainsizer.estimate.calibration import load_constants  # noqa: PLC0415
     from trainsizer.estimate.compute import KERNELS  # noqa: PLC0415
 
     fwd, bwd = per_sequence()
@@ -157,6 +187,13 @@ def main() -> None:
     print("\n(2) host a sub-sequence adds, CPU tensors (this machine; median):")
     print(f"  forward {hf * 1e6:6.1f} us ({hf * 1e6 / fwd:4.2f} a kernel)  backward {hb * 1e6:6.1f} us "
           f"({hb * 1e6 / bwd:4.2f} a kernel)  backward / forward {hb / hf:4.2f}")
+    bare = bare_ops_s()
+    print("  single ops on tiny CPU tensors, back to back (us): "
+          + ", ".join(f"{k} {v * 1e6:.2f}" for k, v in bare.items()))
+    glue_f, glue_b = hf / fwd - bare["add"], hb / bwd - bare["add"]
+    print(f"  the loop's host beyond a bare add, a kernel (us): forward {glue_f * 1e6:.2f}, backward {glue_b * 1e6:.2f}"
+          f"  (charged {load_constants().raw['eager_loop_glue']['rope_thd_s_per_kernel'] * 1e6:.2f}: eager_loop_glue "
+          "rope_thd_s_per_kernel, on top of host_sync elementwise_op_s)")
     print("\n(3) perf_heldout72 rows running the loop: sub-sequences a row, host ms a layer and micro-batch "
           "(forward, exposed; backward, in the layer's soft maximum):")
     for rid, seqs, f, bw in row_charges():

@@ -105,14 +105,17 @@ def test_every_scored_item_sits_where_the_thd_rope_loop_left_it(run):
     +11.2 / +3.4%, the MoE rows at EP > 1 still short but Moonlight's 8K SFT (21.6 samples a pack), the rows with the
     most loop ops a step predicted slow. With the MoE rows' natural routing stated (318: the busiest EP rank's derived
     load, 1.05-1.22) -47.7..+21.1%: Moonlight's EP 8 rank load 1.22 (MLA's Gini 0.24 over 8 local experts) takes its
-    8K SFT from +17.5 to +21.1%. A guard that fails when the estimate moves, either way."""
+    8K SFT from +17.5 to +21.1%. With the loop's kernels at an element-wise op and its measured glue (325 (a): 10.6 us
+    a kernel, not torch.mm's 14.8) -52.1..+5.7%: the dense Qwen3-8B pair -10.8 / -4.3%, the one-GPU LoRA items -4.3 /
+    -3.3%, Moonlight's 8K SFT +5.7% the one row predicted slow. A guard that fails when the estimate moves, either
+    way."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped}
-    assert errs and all(-0.52 < e < 0.23 for e in errs.values()), errs
-    slow = ["mbcardft_2026-07_h100_qwen3_8b_sft_4gpu", "mbcardft_2026-07_h100_qwen3_8b_lora_1gpu",
-            "mbcardft_2026-08_h100_gpt_oss_20b_lora_1gpu", "mbcardft_2026-07_h100_moonlight_16b_sft_8k_8gpu"]
-    assert [k for k, e in errs.items() if e > 0] == slow
+    assert errs and all(-0.53 < e < 0.07 for e in errs.values()), errs
+    assert [k for k, e in errs.items() if e > 0] == ["mbcardft_2026-07_h100_moonlight_16b_sft_8k_8gpu"]
+    dense = [e for k, e in errs.items() if "qwen3_8b" in k]
+    assert len(dense) == 2 and all(-0.12 < e < -0.03 for e in dense), dense
     lora_1gpu = [e for k, e in errs.items() if k.endswith("_lora_1gpu")]
-    assert len(lora_1gpu) == 2 and all(0.0 < e < 0.14 for e in lora_1gpu), lora_1gpu
+    assert len(lora_1gpu) == 2 and all(-0.05 < e < 0.0 for e in lora_1gpu), lora_1gpu
 
 
 def test_the_rows_state_the_recipes_rope_fusion():
@@ -128,13 +131,14 @@ def test_the_rows_state_the_recipes_rope_fusion():
 
 def test_the_long_context_items_run_several_times_the_estimate():
     """The listed items, estimated as written: each card's step 3.0-21.5x the estimate's at landing (285 (c)), 1.2-7.5x
-    with the THD RoPE loop over their 21-85 samples a pack (286 (c)), 0.88-5.3x with its backward (315 (a)): Qwen3-30B-A3B's
-    32K item under full recompute, its forward loop run twice over 85 samples a pack, now predicted slow."""
+    with the THD RoPE loop over their 21-85 samples a pack (286 (c)), 0.88-5.3x with its backward (315 (a)), 1.19-6.7x
+    with the loop's kernels at the element-wise op and its glue (325 (a)): Qwen3-30B-A3B's 32K item under full
+    recompute (its forward loop run twice over 85 samples a pack) the nearest, no item predicted slow."""
     ratios = {c.row_id: c.measured / c.predicted for c, _, _ in p72.unscored()}
     assert len(ratios) == 6 and all(LONG in k for k in ratios)
-    assert all(0.8 < x < 6.0 for x in ratios.values()), ratios
-    assert max(ratios.values()) > 5.0
-    assert [k for k, x in ratios.items() if x < 1.0] == ["mbcardft_2026-07_h100_qwen3_30b_a3b_sft_32k_cp2_16gpu"]
+    assert all(1.0 < x < 7.0 for x in ratios.values()), ratios
+    assert max(ratios.values()) > 6.0
+    assert min(ratios, key=ratios.get) == "mbcardft_2026-07_h100_qwen3_30b_a3b_sft_32k_cp2_16gpu"
 
 
 def test_every_run_is_said_to_fit():
@@ -163,14 +167,15 @@ def test_the_moe_rows_excess_is_per_micro_batch_and_routing_alone_does_not_give_
     (EP 1) predicted slow by 0.6 ms a layer; the TP 4 x EP 4 LoRA row is host-bound in the estimate, so no busiest-rank
     load (moe_capacity_factor up to 8) reaches its step: the imbalance the cards do not state cannot be the whole of it.
     With natural routing stated (318: the derived busiest-rank load, 1.05-1.22) 3.0-13.4 ms (Qwen3-30B-A3B's EP 16 SFT
-    3.87 -> 3.33 ms at a load of 1.17)."""
+    3.87 -> 3.33 ms at a load of 1.17). With the loop's kernels at the element-wise op and its glue (325 (a)) 3.3-14.6
+    ms at EP > 1, the one-GPU row within 0.6 ms a layer of its measure (+0.5 ms short)."""
     excess = {rid: (ep, mb, layer) for rid, ep, mb, layer, _ in p72.moe_excess(run)}
     assert len(excess) == 8
     for rid, (ep, per_mb, per_layer) in excess.items():
         if rid.endswith("moonlight_16b_sft_8k_8gpu"):
             assert per_mb < 0, rid
         elif ep == 1:
-            assert -0.002 < per_layer < 0.0, rid
+            assert abs(per_layer) < 0.001, rid
         else:
             assert 0.1 < per_mb < 0.3 and per_layer > 0.0025, rid
     lora = next(r for r in p72.rows() if r["id"].endswith("qwen3_30b_a3b_lora_4gpu"))

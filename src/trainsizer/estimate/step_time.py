@@ -1621,6 +1621,16 @@ def _launch_op_s(vendor: str) -> float:
     the vendor has no figure."""
     return host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
 
+
+def _rope_thd_op_s(x: _Step) -> float:
+    """Host seconds a kernel of Megatron-Core's unfused THD RoPE loop costs, forward or backward: an eager
+    element-wise op end to end (host_sync elementwise_op_s, NVIDIA's where the vendor has none; no BLAS path, as
+    launch_bound_op_s's torch.mm has) and the loop's views, Python and autograd bookkeeping between its kernels
+    (eager_loop_glue rope_thd_s_per_kernel, measured on CPU: device independent). docs/known-gaps.md 325 (a)."""
+    v = x.system.vendor
+    op_s = host_figure("elementwise_op_s", v) or host_figure("elementwise_op_s", "nvidia")
+    return op_s + float(x.k.raw["eager_loop_glue"]["rope_thd_s_per_kernel"])
+
 def _nf4_kernels(x: _Step) -> Any:
     """Kernels of one NF4 weight's dequantisation: bitsandbytes' double quantisation (perf style bnb_nested_dequant,
     or the job's strategy.nf4_double_quant) dequantizes the absmax and adds its offset first
@@ -2085,15 +2095,15 @@ def _thd_rope_host(x: _Step) -> Any:
     _apply_rotary_pos_emb_thd at NVIDIA/Megatron-LM 61f31145). Each call (q and k, every attention layer's forward and
     its recompute) reads the device cu_seqlens on the host (.tolist(), then .item()), which drains the queue, and then
     issues its ops and 13 per packed sub-sequence one by one (perf_constants.yaml kernels rope_thd_*): tiny kernels,
-    so launch-bound at the vendor's eager op (host_sync.drain_excess_s with no GPU time; a vendor with no round-trip
-    figure pays the issue alone), exposed in full. Sub-sequences a row: _thd_rope_sequences, each CP rank looping
+    so launch-bound at the loop's element-wise op (_rope_thd_op_s; host_sync.drain_excess_s with no GPU time; a vendor
+    with no round-trip figure pays the issue alone), exposed in full. Sub-sequences a row: _thd_rope_sequences, each CP rank looping
     over all of them. Unpacked or fused: nothing. The loop's backward: _thd_rope_backward_host_s."""
     sequences = _thd_rope_sequences(x)
     if not np.any(sequences):
         return 0.0
     kern = compute.KERNELS
     ops = kern["rope_thd_host_per_call"] + sequences * kern["rope_thd_host_per_sequence"]
-    op_s = _launch_op_s(x.system.vendor)
+    op_s = _rope_thd_op_s(x)
     trip_s = host_figure("round_trip_s", x.system.vendor) or 0.0
     per_call = drain_excess_s(ops, op_s, 0.0, trip_s) + (kern["rope_thd_syncs_per_call"] - 1.0) * trip_s
     t = 2.0 * per_call * (x.model.attention_layers / x.model.layers) * (1.0 + x.full_share)
@@ -2106,14 +2116,14 @@ def _thd_rope_backward_host_s(x: _Step) -> Any:
     of the output slice (the whole gradient copied, the slice cloned and zeroed), the products', rotate_half's neg
     and cat, the sums and the slice's zero-filled backward: 12 kernels a sub-sequence (perf_constants.yaml kernels
     rope_thd_backward_per_sequence, counted by benchmarks/thd_rope_backward.py), q and k once a layer, recompute or
-    not. Each at the vendor's eager op: the engine's C++ nodes cost the host about what the forward's Python ops do
-    (the same benchmark, timed on CPU). No sync in the backward: joined to the layer's host floor in _host_excess's
+    not. Each at the loop's element-wise op (_rope_thd_op_s): the engine's C++ nodes cost the host about what the
+    forward's Python ops do (the same benchmark, timed on CPU). No sync in the backward: joined to the layer's host floor in _host_excess's
     soft maximum. docs/known-gaps.md 315 (a)."""
     sequences = _thd_rope_sequences(x)
     if not np.any(sequences):
         return 0.0
     kernels = 2.0 * sequences * compute.KERNELS["rope_thd_backward_per_sequence"]
-    return kernels * _launch_op_s(x.system.vendor) * (x.model.attention_layers / x.model.layers)
+    return kernels * _rope_thd_op_s(x) * (x.model.attention_layers / x.model.layers)
 
 
 def _flash_qkv_pack_time(x: _Step) -> Any:
