@@ -1,8 +1,9 @@
 # Settles (not run yet: written 2026-12-07 for whichever GPU a later session is lent; docs/known-gaps.md 315 (b)): the
 # host time of Megatron-Core's unfused THD RoPE loop on a CUDA host, forward (Python ops after two host syncs) and
 # backward (autograd's engine, one node at a time), per packed sample and per kernel, beside torch.mm 64^3 bf16 back to
-# back (the method of host_sync launch_bound_op_s, the figure the estimate charges both at). Their ratio is what the
-# estimate's per-op figure for these element-wise ops lacks.
+# back (the method of host_sync launch_bound_op_s). The estimate now charges each of the loop's kernels at host_sync
+# elementwise_op_s (7.1 us, read) plus eager_loop_glue rope_thd_s_per_kernel (3.5 us, measured on CPU): 10.6 us
+# (docs/known-gaps.md 325 (a)); this run's per-kernel figure on one CUDA host would replace both.
 # Run: python benchmarks/device/thd_rope_host.py [--tiny]   (--tiny: tiny tensors on the CPU, a smoke test; about a
 # minute on an H100). It takes the loop and its count from benchmarks/thd_rope_backward.py, which reads the package
 # (src/ is put on the path; numpy and PyYAML needed beside torch).

@@ -107,10 +107,11 @@ def test_every_scored_item_sits_where_the_thd_rope_loop_left_it(run):
     load, 1.05-1.22) -47.7..+21.1%: Moonlight's EP 8 rank load 1.22 (MLA's Gini 0.24 over 8 local experts) takes its
     8K SFT from +17.5 to +21.1%. With the loop's kernels at an element-wise op and its measured glue (325 (a): 10.6 us
     a kernel, not torch.mm's 14.8) -52.1..+5.7%: the dense Qwen3-8B pair -10.8 / -4.3%, the one-GPU LoRA items -4.3 /
-    -3.3%, Moonlight's 8K SFT +5.7% the one row predicted slow. A guard that fails when the estimate moves, either
+    -3.3%, Moonlight's 8K SFT +5.7% the one row predicted slow; with MLA's interleave charged too (+1 / +5 kernels a
+    sample) Moonlight's 8K SFT +12.1%, its LoRA -38.7 -> -34.8%. A guard that fails when the estimate moves, either
     way."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped}
-    assert errs and all(-0.53 < e < 0.07 for e in errs.values()), errs
+    assert errs and all(-0.53 < e < 0.13 for e in errs.values()), errs
     assert [k for k, e in errs.items() if e > 0] == ["mbcardft_2026-07_h100_moonlight_16b_sft_8k_8gpu"]
     dense = [e for k, e in errs.items() if "qwen3_8b" in k]
     assert len(dense) == 2 and all(-0.12 < e < -0.03 for e in dense), dense

@@ -140,3 +140,20 @@ def test_a_loop_kernel_costs_an_elementwise_op_and_its_glue_not_an_mm():
     amd = _step(llama8b(), PACKED, dataclasses.replace(h100_cluster(1), vendor="amd"), _st(rope_kernel="eager"),
                 None, None, None)
     assert host_figure("elementwise_op_s", "amd") is None and _rope_thd_op_s(amd) == pytest.approx(op)
+
+
+def test_multi_latent_attention_adds_its_interleave_both_ways():
+    """MLA's calls gather the rotary channels (mla_rotary_interleaved=True at 61f31145): 14 kernels a sub-sequence
+    forward and 17 backward, each at the loop's element-wise op (known-gaps 315 (b), charged 325 (a))."""
+    from .test_memory import DSV2_LITE  # noqa: PLC0415 (an MLA model as that module writes it)
+
+    assert DSV2_LITE.attention == "mla" and DSV2_LITE.position == "rope"
+    x = _step(DSV2_LITE, PACKED, h100_cluster(1), _st(rope_kernel="eager"), None, None, None)
+    share = DSV2_LITE.attention_layers / DSV2_LITE.layers
+    per = 2048 / 385
+    fwd = KERNELS["rope_thd_host_per_sequence"] + KERNELS["rope_thd_mla_interleave_per_sequence"]
+    bwd = KERNELS["rope_thd_backward_per_sequence"] + KERNELS["rope_thd_mla_interleave_backward_per_sequence"]
+    assert (fwd, bwd) == (14, 17)
+    expected_fwd = 2.0 * (KERNELS["rope_thd_host_per_call"] + per * fwd) * _op_s() * share
+    assert float(_thd_rope_host(x)) == pytest.approx(expected_fwd)
+    assert float(_thd_rope_backward_host_s(x)) == pytest.approx(2.0 * per * bwd * _op_s() * share)

@@ -43,7 +43,16 @@ def test_the_loop_rotates_like_one_pass_per_sample():
 
 def test_multi_latent_attentions_interleave_adds_one_forward_and_five_backward_kernels():
     """MLA's calls (mla_rotary_interleaved True) gather the even then the odd channels with a cat: +1 forward, +5
-    backward (two zero-filled slice backwards and their sum) a sample; counted, not charged (known-gaps 315 (b))."""
+    backward (two zero-filled slice backwards and their sum) a sample; counted (known-gaps 315 (b)), charged since
+    325 (a)."""
     fwd, bwd = trb.per_sequence()
     mla_fwd, mla_bwd = trb.per_sequence(mla=True)
     assert (mla_fwd - fwd, mla_bwd - bwd) == (1, 5)
+
+
+def test_the_charged_mla_interleave_is_the_loops_own():
+    """What 325 (a) charges an MLA call beyond the plain loop: the benchmark's count, forward and backward."""
+    fwd, bwd = trb.per_sequence()
+    mla_fwd, mla_bwd = trb.per_sequence(mla=True)
+    assert mla_fwd - fwd == KERNELS["rope_thd_mla_interleave_per_sequence"]
+    assert mla_bwd - bwd == KERNELS["rope_thd_mla_interleave_backward_per_sequence"]

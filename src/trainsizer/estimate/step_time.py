@@ -2089,6 +2089,12 @@ def _thd_rope_sequences(x: _Step) -> Any:
     return np.where(np.asarray(x.fw.rope_thd_loop, bool), sequences, 0.0)
 
 
+def _mla_interleave(x: _Step) -> float:
+    """1 where the loop's calls gather the rotary channels first (multi-latent attention: multi_latent_attention.py
+    at 61f31145 passes mla_rotary_interleaved=True), else 0 (docs/known-gaps.md 325 (a))."""
+    return 1.0 if x.model.attention == "mla" else 0.0
+
+
 def _thd_rope_host(x: _Step) -> Any:
     """Host seconds per average layer and micro-batch that Megatron-Core's unfused RoPE on THD-packed rows exposes
     (PerfStyle.rope_thd_loop with strategy.rope_kernel eager: apply_rope_fusion False; rope_utils.
@@ -2102,7 +2108,8 @@ def _thd_rope_host(x: _Step) -> Any:
     if not np.any(sequences):
         return 0.0
     kern = compute.KERNELS
-    ops = kern["rope_thd_host_per_call"] + sequences * kern["rope_thd_host_per_sequence"]
+    per_sequence = kern["rope_thd_host_per_sequence"] + _mla_interleave(x) * kern["rope_thd_mla_interleave_per_sequence"]
+    ops = kern["rope_thd_host_per_call"] + sequences * per_sequence
     op_s = _rope_thd_op_s(x)
     trip_s = host_figure("round_trip_s", x.system.vendor) or 0.0
     per_call = drain_excess_s(ops, op_s, 0.0, trip_s) + (kern["rope_thd_syncs_per_call"] - 1.0) * trip_s
@@ -2122,7 +2129,10 @@ def _thd_rope_backward_host_s(x: _Step) -> Any:
     sequences = _thd_rope_sequences(x)
     if not np.any(sequences):
         return 0.0
-    kernels = 2.0 * sequences * compute.KERNELS["rope_thd_backward_per_sequence"]
+    kern = compute.KERNELS
+    per_sequence = (kern["rope_thd_backward_per_sequence"]
+                    + _mla_interleave(x) * kern["rope_thd_mla_interleave_backward_per_sequence"])
+    kernels = 2.0 * sequences * per_sequence
     return kernels * _rope_thd_op_s(x) * (x.model.attention_layers / x.model.layers)
 
 
