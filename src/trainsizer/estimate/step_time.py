@@ -1631,6 +1631,7 @@ def _rope_thd_op_s(x: _Step) -> float:
     op_s = host_figure("elementwise_op_s", v) or host_figure("elementwise_op_s", "nvidia")
     return op_s + float(x.k.raw["eager_loop_glue"]["rope_thd_s_per_kernel"])
 
+
 def _nf4_kernels(x: _Step) -> Any:
     """Kernels of one NF4 weight's dequantisation: bitsandbytes' double quantisation (perf style bnb_nested_dequant,
     or the job's strategy.nf4_double_quant) dequantizes the absmax and adds its offset first
@@ -2100,10 +2101,10 @@ def _thd_rope_host(x: _Step) -> Any:
     (PerfStyle.rope_thd_loop with strategy.rope_kernel eager: apply_rope_fusion False; rope_utils.
     _apply_rotary_pos_emb_thd at NVIDIA/Megatron-LM 61f31145). Each call (q and k, every attention layer's forward and
     its recompute) reads the device cu_seqlens on the host (.tolist(), then .item()), which drains the queue, and then
-    issues its ops and 13 per packed sub-sequence one by one (perf_constants.yaml kernels rope_thd_*): tiny kernels,
-    so launch-bound at the loop's element-wise op (_rope_thd_op_s; host_sync.drain_excess_s with no GPU time; a vendor
-    with no round-trip figure pays the issue alone), exposed in full. Sub-sequences a row: _thd_rope_sequences, each CP rank looping
-    over all of them. Unpacked or fused: nothing. The loop's backward: _thd_rope_backward_host_s."""
+    issues its ops and 13 per packed sub-sequence one by one (perf_constants.yaml kernels rope_thd_*; MLA's interleave
+    one more, _mla_interleave): tiny kernels, so launch-bound at the loop's element-wise op (_rope_thd_op_s;
+    host_sync.drain_excess_s with no GPU time; a vendor with no round-trip figure pays the issue alone), exposed in
+    full. Sub-sequences a row: _thd_rope_sequences, each CP rank looping over all of them. Unpacked or fused: nothing. The loop's backward: _thd_rope_backward_host_s."""
     sequences = _thd_rope_sequences(x)
     if not np.any(sequences):
         return 0.0
@@ -2123,9 +2124,9 @@ def _thd_rope_backward_host_s(x: _Step) -> Any:
     of the output slice (the whole gradient copied, the slice cloned and zeroed), the products', rotate_half's neg
     and cat, the sums and the slice's zero-filled backward: 12 kernels a sub-sequence (perf_constants.yaml kernels
     rope_thd_backward_per_sequence, counted by benchmarks/thd_rope_backward.py), q and k once a layer, recompute or
-    not. Each at the loop's element-wise op (_rope_thd_op_s): the engine's C++ nodes cost the host about what the
-    forward's Python ops do (the same benchmark, timed on CPU). No sync in the backward: joined to the layer's host floor in _host_excess's
-    soft maximum. docs/known-gaps.md 315 (a)."""
+    not; MLA's interleave 5 more (_mla_interleave). Each at the loop's element-wise op (_rope_thd_op_s): the engine's
+    C++ nodes cost the host about what the forward's Python ops do (the same benchmark, timed on CPU). No sync in the
+    backward: joined to the layer's host floor in _host_excess's soft maximum. docs/known-gaps.md 315 (a), 325 (a)."""
     sequences = _thd_rope_sequences(x)
     if not np.any(sequences):
         return 0.0
