@@ -90,16 +90,16 @@ def atomic_elements(row: dict[str, str], model: Any) -> float:
     return p30.cas_elements_per_step(row, model) / int(row["tp"] or 1)
 
 
-def row_lines(run: ph.Run) -> list[tuple[str, float, str, str, str, float, float, float]]:
+def row_lines(run: ph.Run, shares: bool = True) -> list[tuple[str, float, str, str, str, float, float, float]]:
     """(row id, signed %, path, architecture, month, step miss s, ps an element of the unfused permutation's atomic
-    adds (nan on the fused path), the experts' closing share of the dense GEMM rate) per class row."""
+    adds (nan on the fused path), the experts' closing share of the dense GEMM rate (nan unless `shares`)) per row."""
     out = []
     for c, res, r in run:
         miss = step_miss_s(c, res)
         unfused = permute_path(r) == "unfused"
         ps = miss / atomic_elements(r, arch_of(r)) * 1e12 if unfused else float("nan")
-        out.append((r["id"], 100.0 * c.err, permute_path(r), ARCH[r["accelerator"]], r["date"][:7], miss, ps,
-                    closing_expert_share(c, res, r)))
+        share = closing_expert_share(c, res, r) if shares else float("nan")
+        out.append((r["id"], 100.0 * c.err, permute_path(r), ARCH[r["accelerator"]], r["date"][:7], miss, ps, share))
     return out
 
 
