@@ -113,27 +113,33 @@ def scattermoe_floor() -> list[tuple[str, float]]:
             if "mixtral" in r["id"] and r["refused"] and "-ep8" in r["framework_config"]]
 
 
-def host_whatif(rows: list[tuple[Row, dict[str, float]]], catalog) -> dict[str, list[float]]:
-    """Signed errors % of `rows` with the host's time a kernel (host_sync launch_bound_op_s, NVIDIA's) and a layer
-    pass (perf_constants.yaml host_s_per_layer_pass) both at each of HOST_FACTORS times the shipped figures: a host
-    that many times slower than the one the figures were read on. A what-if, not applied: each row's step at the factor
-    over its step as shipped scales its error ((1 + e) x step / step_f - 1 for a rate and a duration alike)."""
+def host_steps(jobs: list[dict], catalog, factors: tuple[float, ...] = HOST_FACTORS) -> list[list[float]]:
+    """Each job's estimated step seconds with the host's time a kernel (host_sync launch_bound_op_s, NVIDIA's) and a
+    layer pass (perf_constants.yaml host_s_per_layer_pass) both at each of `factors` times the shipped figures: a host
+    that many times slower than the one the figures were read on (a what-if; the shipped figures are restored)."""
     k0, table = load_constants(), host_sync.HOST_SYNC["launch_bound_op_s"]
     op0 = table["nvidia"]
-    out: dict[str, list[float]] = {}
+    out: list[list[float]] = [[] for _ in jobs]
     try:
-        for f in HOST_FACTORS:
+        for f in factors:
             table["nvidia"] = op0 * f
             k = dataclasses.replace(k0, host_s_per_layer_pass=k0.host_s_per_layer_pass * f)
-            for row, _fig in rows:
-                sc = resolve_job(row.job, catalog)
-                step = float(np.asarray(step_time.step_time_arrays(sc.model, sc.training, sc.system, sc.strategy,
-                                                                   constants=k)["step_s"]).reshape(-1)[0])
-                out.setdefault(row.row_id, []).append(step)
+            for steps, job in zip(out, jobs, strict=True):
+                sc = resolve_job(job, catalog)
+                steps.append(float(np.asarray(step_time.step_time_arrays(sc.model, sc.training, sc.system, sc.strategy,
+                                                                         constants=k)["step_s"]).reshape(-1)[0]))
     finally:
         table["nvidia"] = op0
-    return {rid: [100.0 * ((1.0 + fig["err"] / 100.0) * steps[0] / s - 1.0) for s in steps]
-            for (rid, steps), (_, fig) in zip(out.items(), rows, strict=True)}
+    return out
+
+
+def host_whatif(rows: list[tuple[Row, dict[str, float]]], catalog) -> dict[str, list[float]]:
+    """Signed errors % of `rows` with the host at each of HOST_FACTORS times the shipped figures (host_steps). A
+    what-if, not applied: each row's step at the factor over its step as shipped scales its error ((1 + e) x step /
+    step_f - 1 for a rate and a duration alike)."""
+    steps = host_steps([row.job for row, _fig in rows], catalog)
+    return {row.row_id: [100.0 * ((1.0 + fig["err"] / 100.0) * s[0] / x - 1.0) for x in s]
+            for (row, fig), s in zip(rows, steps, strict=True)}
 
 
 def main() -> None:
