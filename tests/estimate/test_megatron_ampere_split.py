@@ -69,3 +69,44 @@ def test_the_22b_layer_split_is_perf_validations_layer_time():
     measured_fwd, measured_bwd = mas.KORTHIKANTI_T4_MS
     assert abs(fwd / measured_fwd - 1.0) < 0.03
     assert bwd > measured_bwd
+
+
+def _june_step_s(extra: str) -> tuple[float, float]:
+    """(step seconds, micro-batches a step) of NeMo's June 2022 5B row on one DGX A100, its strategy_extra's
+    gradient_accumulation_fusion replaced by `extra` ('' = unset)."""
+    import perf_heldout as ph
+    import perf_heldout75 as p75
+
+    row = next(r for r in p75.rows() if r["id"] == "nemo2206_a100_gpt3-5b_tp2_8gpu")
+    base = ";".join(kv for kv in row["strategy_extra"].split(";") if not kv.startswith("gradient_accumulation_fusion"))
+    case, result = ph.estimate_row(dict(row, strategy_extra=base + extra), p75.models(), {}, ph.predicted_metric)
+    assert not case.skipped
+    return float(result["time"]["step_s"]), float(result["time"]["micro_batches"])
+
+
+def test_the_june_rows_pay_the_unfused_fp32_add_on_every_micro_batch():
+    """NeMo 1.9.0's O2 hook adds each micro-batch's bf16 weight gradient into the fp32 main gradient (read 2 + 4, write
+    4 B a parameter, 324 (a)): the June rows state gradient_accumulation_fusion false, which costs their step about
+    10 B a local parameter a micro-batch at an HBM stream rate (between the A100's 2,039 GB/s and half of it)."""
+    import perf_heldout75 as p75
+
+    row = next(r for r in p75.rows() if r["id"] == "nemo2206_a100_gpt3-5b_tp2_8gpu")
+    assert "gradient_accumulation_fusion=false" in row["strategy_extra"]
+    unfused, m = _june_step_s(";gradient_accumulation_fusion=false")
+    unset, _ = _june_step_s("")
+    local_params = 5.0e9 / 2  # GPT-3 5B at TP 2 (nemo-gpt3-5b: 24 x 12 x 4096^2 + the vocabulary, ~5.0B)
+    per_param_per_mb = (unfused - unset) / (m * local_params)
+    assert 10.0 / 2039e9 < per_param_per_mb < 10.0 / (0.5 * 2039e9), per_param_per_mb
+
+
+def test_the_fused_runs_state_it():
+    """MegaScale's Megatron-LM baseline (285068c8: --no-gradient-accumulation-fusion, default on) and NeMo's July /
+    August 2022 configs (gradient_accumulation_fusion True, read from 1.10.0+aadcd1c) state the fusion their runs had;
+    the legacy megatron style charges its fp32 accumulate only where a job says so (324 (a))."""
+    import perf_heldout as ph
+    import perf_heldout75 as p75
+
+    rows = [r for r in csv.DictReader(open(ph.DATA / "papers.csv", encoding="utf-8")) if r["id"].startswith("megascale")]
+    rows += [r for r in p75.rows() if r["id"].startswith(("nemo2207", "nemo2208"))]
+    assert len(rows) == 12 + 14
+    assert all("gradient_accumulation_fusion=true" in r["strategy_extra"] for r in rows)

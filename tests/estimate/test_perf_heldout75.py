@@ -107,6 +107,9 @@ def test_the_launcher_rows_hold_their_configs():
         august = r["id"].startswith("nemo2208")
         assert (s["micro_batch"], j["seq_len"], s["framework"], j["flash_attention"]) == (2, 2048, "megatron", False)
         assert bool(s.get("distributed_optimizer")) == august, r["id"]
+        # NeMo 1.9.0 (the June table) has no gradient_accumulation_fusion; 1.10.0+aadcd1c and 1.11.0 read the
+        # configs' true (324 (a))
+        assert s["gradient_accumulation_fusion"] is (not r["id"].startswith("nemo2206")), r["id"]
         if "175b" in r["id"]:
             assert (s["tp"], s["pp"], s["recompute"], s["sequence_parallel"], s["grad_reduce_overlap"]) == \
                 (8, 8, "selective", True, False), r["id"]
@@ -124,13 +127,14 @@ def test_source_bounds(run):
 
 
 def test_the_launcher_rows_sit_where_they_landed(run):
-    """The 5B rows predicted 6-19% fast, the July 175B rows within 7%, the August 175B rows 37-40% fast (309 (d)): a
-    guard that fails when the estimate moves, either way."""
+    """The August 5B rows predicted 6-19% fast, the June ones 4-9% (8-13% before their unfused gradient accumulation
+    was stated, 324 (a)), the July 175B rows within 7%, the August 175B rows 35-40% fast (309 (d)): a guard that fails
+    when the estimate moves, either way."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped and c.row_id.startswith("nemo22")}
     assert len(errs) == 21
     for rid, err in errs.items():
         if "gpt3-5b" in rid:
-            assert 0.05 < err < 0.21, (rid, err)
+            assert (0.02 < err < 0.11) if rid.startswith("nemo2206") else (0.05 < err < 0.21), (rid, err)
         else:
             assert (0.34 < err < 0.43) if rid.startswith("nemo2208") else (-0.01 < err < 0.08), (rid, err)
 
