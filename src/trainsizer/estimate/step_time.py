@@ -1619,7 +1619,12 @@ def _nf4_recast_time(x: _Step, gemm_w: Any) -> Any:
 def _launch_op_s(vendor: str) -> float:
     """Host seconds to issue one launch-bound op on `vendor`'s stack (host_figure launch_bound_op_s), NVIDIA's where
     the vendor has no figure."""
-    return host_figure("launch_bound_op_s", vendor) or host_figure("launch_bound_op_s", "nvidia")
+    return _vendor_host_s("launch_bound_op_s", vendor)
+
+
+def _vendor_host_s(name: str, vendor: str) -> float:
+    """host_sync figure `name` for the vendor, NVIDIA's where the vendor has none."""
+    return host_figure(name, vendor) or host_figure(name, "nvidia")
 
 
 def _rope_thd_op_s(x: _Step) -> float:
@@ -1627,9 +1632,7 @@ def _rope_thd_op_s(x: _Step) -> float:
     element-wise op end to end (host_sync elementwise_op_s, NVIDIA's where the vendor has none; no BLAS path, as
     launch_bound_op_s's torch.mm has) and the loop's views, Python and autograd bookkeeping between its kernels
     (eager_loop_glue rope_thd_s_per_kernel, measured on CPU: device independent). docs/known-gaps.md 325 (a)."""
-    v = x.system.vendor
-    op_s = host_figure("elementwise_op_s", v) or host_figure("elementwise_op_s", "nvidia")
-    return op_s + float(x.k.raw["eager_loop_glue"]["rope_thd_s_per_kernel"])
+    return _vendor_host_s("elementwise_op_s", x.system.vendor) + float(x.k.raw["eager_loop_glue"]["rope_thd_s_per_kernel"])
 
 
 def _nf4_kernels(x: _Step) -> Any:
@@ -2104,7 +2107,8 @@ def _thd_rope_host(x: _Step) -> Any:
     issues its ops and 13 per packed sub-sequence one by one (perf_constants.yaml kernels rope_thd_*; MLA's interleave
     one more, _mla_interleave): tiny kernels, so launch-bound at the loop's element-wise op (_rope_thd_op_s;
     host_sync.drain_excess_s with no GPU time; a vendor with no round-trip figure pays the issue alone), exposed in
-    full. Sub-sequences a row: _thd_rope_sequences, each CP rank looping over all of them. Unpacked or fused: nothing. The loop's backward: _thd_rope_backward_host_s."""
+    full. Sub-sequences a row: _thd_rope_sequences, each CP rank looping over all of them. Unpacked or fused:
+    nothing. The loop's backward: _thd_rope_backward_host_s."""
     sequences = _thd_rope_sequences(x)
     if not np.any(sequences):
         return 0.0
