@@ -200,6 +200,7 @@ def collect() -> list[Row]:
     import perf_heldout75 as h75
     import perf_heldout76 as h76
     import perf_heldout77 as h77
+    import perf_heldout78 as h78
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -240,6 +241,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout75", h75.run_all(), h75.models())
     out += _heldout_style("perf_heldout76", h76.run_all(), h76.models())
     out += _heldout_style("perf_heldout77", h77.run_all(), h77.models())
+    out += _heldout_style("perf_heldout78", h78.run_all(), h78.models())
     out += _heldout_style("perf_heldout68", h68.run_all(), h68.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
