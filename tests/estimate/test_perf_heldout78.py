@@ -26,6 +26,13 @@ README = {("gb200", "weak", "bf16"): {128: (2.189, 59877), 256: (2.19, 119700), 
           ("gb200", "strong", "fp8"): {128: (21.83, 96067), 256: (11.21, 187078), 512: (5.668, 369998)},
           ("h100", "15b", "bf16"): {16: (2.746, 95463)}, ("h100", "15b", "fp8"): {16: (1.988, 131863)},
           ("h100", "340b", "bf16"): {256: (4.606, 56913)}, ("h100", "340b", "fp8"): {256: (3.107, 84372)}}
+# The README's 'Model flops utilization' line of each cell (its peaks: GB200 2.45 / 4.9 PFLOP/s, H100 989 / 1979
+# TFLOP/s in BF16 / FP8), in README order
+MFU_PCT = {("gb200", "weak", "bf16"): (40.2, 40.2, 39.4), ("gb200", "weak", "fp8"): (29.7, 28.9, 28.4),
+           ("gb200", "strong", "bf16"): (43.0, 42.4, 41.5), ("gb200", "strong", "fp8"): (32.2, 31.4, 31.0),
+           ("h100", "15b", "bf16"): (56.7,), ("h100", "15b", "fp8"): (39.1,),
+           ("h100", "340b", "bf16"): (47.3,), ("h100", "340b", "fp8"): (35.0,)}
+PEAK = {("gb200", "bf16"): 2.45e15, ("gb200", "fp8"): 4.9e15, ("h100", "bf16"): 989e12, ("h100", "fp8"): 1979e12}
 GB_ID = re.compile(r"heldout_2027z_dgxc_gb200_(weak|strong)_nemotron4_340b_(bf16|fp8)_gbs(\d+)_(\d+)gpu")
 H_ID = re.compile(r"heldout_2027z_dgxc_h100_nemotron4_(15b|340b)_(bf16|fp8)_(\d+)gpu")
 
@@ -64,6 +71,23 @@ def test_each_row_is_a_readme_figure_once():
         assert r["metric"] == "tokens_per_s_per_gpu" and int(r["global_batch_seqs"]) == gbs, r["id"]
         seen.add((key, gpus))
     assert len(seen) == 16 == sum(len(v) for v in README.values())
+
+
+def test_the_models_shapes_give_the_readmes_mfu():
+    """The README's model FLOPs (its Notes: s x (12 L h^2 (1 + g/a + s/h) + 12 L h ffn + 6 V h) a sequence) on the shape
+    of heldout_models.yaml's nemotron-4-15b / -340b, over each cell's step and the README's peak, give the README's MFU
+    line within 0.1 point (the README rounds some cells and cuts others: 43.10 printed 43.0, 40.19 printed 40.2):
+    the rows' model is the run's."""
+    models = p78.models()
+    for r in p78.rows():
+        key, gbs, gpus = _key(r["id"])
+        m = models[r["model"]]["model"]
+        L, h, s = m["layers"], m["hidden"], int(r["seq_len"])
+        flops = s * (12 * L * h * h * (1 + m["kv_heads"] / m["heads"] + s / h) + 12 * L * h * m["ffn"]
+                     + 6 * m["vocab"] * h)
+        step = README[key][gpus][0]
+        mfu = 100 * gbs * flops / step / gpus / PEAK[(key[0], key[2])]
+        assert abs(mfu - MFU_PCT[key][sorted(README[key]).index(gpus)]) < 0.1, (r["id"], mfu)
 
 
 def test_the_gb200_rows_hold_the_launch_layout():
