@@ -62,7 +62,8 @@ MIN_ROWS = 8  # fewer rows than this: the class falls back to a coarser one (a 1
 RATE_METRICS = ("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_s", "narayanan_tflops_per_gpu",
                 "nemo_tflops_per_gpu", "megatron_tflops_per_gpu", "gptneox_tflops_per_gpu", "mfu_6n_total_pct",
                 "palm_mfu_pct", "mfu", "samples_s", "nanotron_mfu_pct", "atorch_tflops_per_gpu",
-                "primus_megatron_tflops_per_gpu", "megatron_moe_tflops_per_gpu", "megatron_moe_mfu_pct")
+                "primus_megatron_tflops_per_gpu", "megatron_moe_tflops_per_gpu", "megatron_moe_mfu_pct",
+                "nemo_nemotron_tflops_per_gpu")
 DURATION_METRICS = ("step_time_s", "gpu_hours", "gpu_hours_logged")
 # a published peak: PyTorch's reserved / allocated peak, or the device's used memory (torch.cuda.mem_get_info)
 PEAK_METRICS = ("peak_memory_gib", "peak_allocated_gib", "peak_allocated_first_step_gib", "peak_gib",
