@@ -19,6 +19,9 @@ Sources (rows and job files as their own benchmarks state them; nothing fitted h
 - held out: perf_heldout.py (dgxc Nemotron-4, torchtitan 2025-06, OLMo-core); Megatron-Bridge 26.02, 26.02.01,
   26.04, 26.04.01 and 26.06 (perf_heldout26.py, perf_heldout27.py, perf_mbridge26.py: NVFP4 against MXFP8 or
   FP8-CS; MXFP8 against FP8-CS); Megatron-Bridge 26.06 SFT / LoRA FP8-CS / MXFP8 (finetune_heldout.py).
+- printed apart (moe_pairs, held out): the MoE releases' FP8 / BF16 pairs with their dense twins, dgxc v24.11
+  (perf_heldout62), v25.05 (perf_heldout34, perf_heldout77) and the MoE Parallel Folding paper (perf_heldout77), grouped
+  by release, part and MoE / dense (docs/known-gaps.md 332 (a)).
 
 Run: python benchmarks/fp8_pairs.py
 """
@@ -37,6 +40,9 @@ import perf_blackwell as PB
 import perf_heldout as PH
 import perf_heldout26 as H26
 import perf_heldout27 as H27
+import perf_heldout34 as H34
+import perf_heldout62 as H62
+import perf_heldout77 as H77
 import perf_mbridge26 as MB26
 import perf_modern as PM
 from trainsizer.catalog import load_catalog
@@ -169,6 +175,77 @@ def heldout_pairs() -> list[Pair]:
     return out
 
 
+def batch_pairs(label: str, batch: PH.Batch) -> list[Pair]:
+    """A held-out batch's rows that differ only in the precision (PH.precision_pairs' rule: same model, GPUs, layout,
+    accelerator and source, the FP8-only settings aside), each on its row's catalog overlay, grouped by the source and
+    whether the model routes experts: `label` then "MoE" or "dense" (docs/known-gaps.md 332)."""
+    catalogs: dict[str, Any] = {}
+
+    def scenario(x: dict) -> tuple:
+        overlay = x.get("overlay", "")
+        if overlay not in catalogs:
+            catalogs[overlay] = load_catalog([PH.DATA / overlay] if overlay else [])
+        return _sc(resolve_job(batch.job(x), catalogs[overlay]))
+
+    rows = [r for r in batch.rows() if r["metric"] not in PH.MEMORY_METRICS and not r.get("refused")]
+    keys = [k for k in PH.LAYOUT if k not in ("precision", "strategy_extra")] + ["accelerator", "source_key"]
+    out = []
+    for r in rows:
+        if r["precision"] != "fp8":
+            continue
+        for t in rows:
+            if t["precision"] != "bf16" or any(r[k] != t[k] for k in keys) or \
+                    _recipe_free(r["strategy_extra"]) != _recipe_free(t["strategy_extra"]):
+                continue
+            step_metric = r["metric"] == "step_time_s"
+            # the MFU / TFLOP/s rows count model FLOPs the split's tokens/s does not: the pair's ratio only
+            ratio_only = r["metric"] in H77.MOE_METRICS
+            sides = [Side(scenario(x), None if ratio_only else float(x["value"]), step_metric) for x in (t, r)]
+            kind = "MoE" if sides[0].scenario[0].is_moe else "dense"
+            out.append(Pair(f"{label} {kind} FP8 / BF16", r["id"], False, *sides,
+                            PH._rate(float(t["value"]), float(r["value"]), r["metric"])))
+    return out
+
+
+# settings a release's FP8 recipe sets beside the precision (each side's estimate states its own): NeMo 25.04's
+# bf16_mixed reduces gradients in fp32 where its FP8 recipes do not (dgxc v25.05 GB200 Llama 3.1 405B), and v25.05's H100
+# Maverick FP8 row runs per-layer CUDA graphs where its BF16 row does not (92 (a))
+_RECIPE_EXTRA = PH.FP8_ONLY_EXTRA + ("grad_reduce_in_fp32", "cuda_graphs")
+
+
+def _recipe_free(text: str) -> str:
+    return ";".join(sorted(t for t in text.split(";") if t and t.split("=", 1)[0] not in _RECIPE_EXTRA))
+
+
+def moe_pairs() -> list[Pair]:
+    """The held-out releases that publish FP8 and BF16 at one layout for MoE models, with their dense twins where the
+    release has them (the same stack's dense FP8 gain as the control): dgxc-benchmarking v24.11 (H100, NeMo 24.09:
+    Grok-1 and the dense models, perf_heldout62), v25.05 (NeMo 25.04: Llama 4 Maverick and Grok-1 on H100 and GB200,
+    perf_heldout34; its GB200 Llama 3.1 405B, perf_heldout77) and the MoE Parallel Folding paper's Mixtral 8x22B (H100,
+    Megatron-Core, perf_heldout77). Printed apart from all_pairs: added 2026-12-07 to size the MoE FP8 gain (332)."""
+    h77 = H77.BATCH.rows()
+    return (batch_pairs("dgxc v24.11 H100", H62.BATCH)
+            + batch_pairs("dgxc v25.05 H100", _only(H34.DGXC_BATCH, "h100"))
+            + batch_pairs("dgxc v25.05 GB200", _only(H34.DGXC_BATCH, "gb200"))
+            + batch_pairs("dgxc v25.05 GB200", _rows_batch(H77.BATCH, [r for r in h77 if "dgxc" in r["id"]]))
+            + batch_pairs("MoE Parallel Folding H100", _rows_batch(H77.BATCH, [r for r in h77 if "folding" in r["id"]])))
+
+
+def _rows_batch(batch: PH.Batch, rows: list[dict]) -> Any:
+    """`batch` answering rows() with `rows` (its job path and models unchanged)."""
+    class _B:
+        job = staticmethod(batch.job)
+
+        @staticmethod
+        def rows() -> list[dict]:
+            return rows
+    return _B
+
+
+def _only(batch: PH.Batch, accelerator_prefix: str) -> Any:
+    return _rows_batch(batch, [r for r in batch.rows() if r["accelerator"].startswith(accelerator_prefix)])
+
+
 # the recipe order from wide to narrow; a pair is two rows of adjacent or further recipes at one layout
 _RECIPES = ("BF16", "FP8-CS", "FP8-MX", "NVFP4")
 _MB_LAYOUT = ("release", "system", "model", "gpu_count", "global_batch_seqs", "micro_batch", "seq_len", "fsdp", "tp",
@@ -299,6 +376,19 @@ def main() -> None:
         e = [r.err for r in rows if r.pair.dev == sel]
         print(f"all {label} pairs: n={len(e)} mean |error| {100 * np.mean(np.abs(e)):.1f}%, "
               f"mean {100 * np.mean(e):+.1f}%")
+    print_moe(rows_of(moe_pairs()))
+
+
+def print_moe(rows: list[Row]) -> None:
+    """The MoE releases' pairs (moe_pairs) with their dense controls, and per group the mean ratio error."""
+    print("\nMoE FP8 / BF16 at one layout, with the same release's dense pairs (held out; docs/known-gaps.md 332)")
+    print_rows(rows)
+    print("\nper group: pairs, mean |error| of the ratio, mean signed error, mean need")
+    need: dict[str, list[float]] = {}
+    for r in rows:
+        need.setdefault(r.pair.group, []).append(r.needed)
+    for g, (n, mae, mean) in summary(rows).items():
+        print(f"  {g:58s} n={n:2d}  {100 * mae:5.1f}%  {100 * mean:+5.1f}%  need {np.mean(need[g]):4.2f}")
 
 
 if __name__ == "__main__":
