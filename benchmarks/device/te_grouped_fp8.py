@@ -3,7 +3,9 @@
 # work. The held-out MoE pairs (benchmarks/fp8_pairs.py, MoE section) measure an FP8 / BF16 step gain 5-21% under the
 # estimate's on H100 (Mixtral 8x22B under Megatron-Core, Grok-1 and Llama 4 Maverick under NeMo) where the same
 # releases' dense pairs are within 2.5-4%, and the estimate times the routed experts' FP8 GEMMs at the dense FP8 rate.
-# Per case, the routed experts of one rank and layer as Megatron-Core's TEGroupedMLP runs them (fc1 gate + up, a bf16
+# (Grok-1 ran SequentialMLP, a te.Linear pair a local expert: at one local expert the linear path is the rows' own; the
+# dense Llama 3.1 405B case is the control for its linear gain at expert shapes.) Per case, the routed
+# experts of one rank and layer as Megatron-Core's TEGroupedMLP runs them (fc1 gate + up, a bf16
 # SwiGLU, fc2; TE GroupedLinear with fuse_wgrad_accumulation into an fp32 main_grad, the FP8 weights cached after the
 # first micro-batch: is_first_microbatch True then False) and, as the control, the same rows through two te.Linear of
 # the same shapes (one GEMM a linear: the dense path), each forward + backward in bf16 and under fp8_autocast with
@@ -36,6 +38,9 @@ CASES = ([("tiny", 32, 48, 24, 2, 64)] if TINY else [
     ("grok-1 v24.11 ep2 etp4", 6144, 16384, 8192, 4, 2048),
     # the same at 32 GPUs: EP 8, one local expert of 8,192 rows
     ("grok-1 v24.11 ep8 etp4", 6144, 16384, 8192, 1, 8192),
+    # dense control: Llama 3.1 405B's MLP at dgxc's TP 8 x CP 2 (hidden 16,384, FFN 53,248; 8,192 / 2 rows), whose
+    # FP8 / BF16 pair the estimate gets right (fp8_pairs: dgxc 25.04 405B -1.0..-2.3%)
+    ("llama3.1-405b dense tp8 cp2", 16384, 2 * 53248 // 8, 53248 // 8, 1, 4096),
 ])
 WARM, N = (1, 2) if TINY else (5, 20)
 

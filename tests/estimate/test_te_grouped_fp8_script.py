@@ -31,3 +31,4 @@ def test_the_cases_are_the_rows_expert_shapes():
     assert by["mixtral-8x22b folding etp1"] == (6144, 2 * 16384, 16384, 1, 4096)
     assert by["grok-1 v24.11 ep2 etp4"] == (6144, 2 * 32768 // 4, 32768 // 4, 4, 2048)
     assert by["grok-1 v24.11 ep8 etp4"][3:] == (1, 8192)
+    assert by["llama3.1-405b dense tp8 cp2"] == (16384, 13312, 6656, 1, 4096)  # the dense control
