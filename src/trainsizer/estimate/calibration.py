@@ -617,7 +617,7 @@ def power_clock_factor(system: Any, constants: PerfConstants | None = None) -> f
 
 def rates(system: Any, precision: str, constants: PerfConstants | None = None,
           calibration: Calibration | None = None, attention_kernel: str = "fa2", fp8_recipe: str = "auto",
-          fused_cast: bool = False, te_quantizer: bool = False, tf32: bool = True) -> Rates:
+          fused_cast: bool = False, te_quantizer: bool = False, tf32: bool = True, per_dim_cast: bool = False) -> Rates:
     """Effective rates for `system` (a `trainsizer.estimate.inputs.System`) in `precision`.
 
     fp32: the GEMMs and the attention at the part's TF32 / XF32 rate where `tf32` (the stack allows it:
@@ -627,16 +627,18 @@ def rates(system: Any, precision: str, constants: PerfConstants | None = None,
     (perf_constants.yaml `fp8`), the other GEMMs at the 16-bit rate, and the recipe's cast bytes -- its
     `fused_cast_bytes_per_element` when the framework fuses the cast into the producing norm / activation kernel
     (`fused_cast`, Transformer Engine LayerNormLinear) and the recipe has such a figure; less the transpose the
-    cast writes where Transformer Engine's quantizers make none (`te_quantizer`, fp8_transpose_free)."""
+    cast writes where Transformer Engine's quantizers make none (`te_quantizer`, fp8_transpose_free); the recipe's
+    `per_dim_` figures where the stack casts each operand along dim 0 and dim 1 in separate passes (`per_dim_cast`,
+    torchao's MX linears: _per_dim_recipe)."""
     k = constants or load_constants()
     cal = calibration or Calibration()
     peak = system.peak(precision, tf32) * 1e12
     eff16 = k.gemm_efficiency(system.accelerator) * power_clock_factor(system, k)
     gemm, gemm16, cast_bytes, cast_kernels = _gemm_rates(system, precision, k, cal, eff16, fp8_recipe, fused_cast,
-                                                         tf32)
+                                                         tf32, per_dim_cast)
     transpose = fp8_transpose_free(system.accelerator, k, fp8_recipe) if precision == "fp8" and te_quantizer else 0.0
-    w_fwd, w_bwd = _weight_cast_bytes(system, precision, k, fp8_recipe)
-    slow_fwd, slow_bwd, slow_w = _cast_time_over_bytes(system, precision, k, fp8_recipe)
+    w_fwd, w_bwd = _weight_cast_bytes(system, precision, k, fp8_recipe, per_dim_cast)
+    slow_fwd, slow_bwd, slow_w = _cast_time_over_bytes(system, precision, k, fp8_recipe, per_dim_cast)
     p32 = system.peak_tflops.get("fp32")
     fp32 = float(p32) * 1e12 * eff16 if p32 else 0.0
     flash, bwd_over_fwd = _flash_rate(system, precision, k, cal, attention_kernel, tf32)
@@ -675,25 +677,27 @@ def _bridge_busbw(system: Any, k: PerfConstants) -> float:
     return gb_s * 1e9 * (k.intra_busbw_fraction_mesh if mesh else k.intra_busbw_fraction)
 
 
-def _cast_time_over_bytes(system: Any, precision: str, k: PerfConstants, fp8_recipe: str) -> tuple[float, float, float]:
+def _cast_time_over_bytes(system: Any, precision: str, k: PerfConstants, fp8_recipe: str,
+                          per_dim: bool = False) -> tuple[float, float, float]:
     """(forward activation, backward gradient, weight) cast time over what the counted bytes take at the streaming
     rate: 1 where the recipe's casts stream at the HBM rate; torchao's NVFP4 Triton kernels, compute-bound, measured
     by torchao's own kernel benchmarks on GB200 (perf_constants.yaml fp8.recipes.nvfp4-torchao
     cast_time_over_bytes_*). (1, 1, 1) outside FP8."""
     if precision != "fp8":
         return 1.0, 1.0, 1.0
-    recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
+    recipe = _per_dim_recipe(k.fp8_recipe(system.accelerator, fp8_recipe), per_dim)
     fwd = float(recipe.get("cast_time_over_bytes_forward", 1.0))
     return fwd, float(recipe.get("cast_time_over_bytes_backward", fwd)), float(recipe.get("weight_cast_time_over_bytes", 1.0))
 
 
-def _weight_cast_bytes(system: Any, precision: str, k: PerfConstants, fp8_recipe: str) -> tuple[float, float]:
+def _weight_cast_bytes(system: Any, precision: str, k: PerfConstants, fp8_recipe: str,
+                       per_dim: bool = False) -> tuple[float, float]:
     """(forward, backward) HBM bytes per weight element of a micro-batch's FP8 weight casts: the recipe's
     weight_cast_bytes_per_element (4: read 16-bit, write FP8 + its transpose) and weight_backward_bytes_per_element
     (0), perf_constants.yaml fp8.recipes; (4, 0) outside FP8, where no cast is charged."""
     if precision != "fp8":
         return 4.0, 0.0
-    recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
+    recipe = _per_dim_recipe(k.fp8_recipe(system.accelerator, fp8_recipe), per_dim)
     return (float(recipe.get("weight_cast_bytes_per_element", 4.0)),
             float(recipe.get("weight_backward_bytes_per_element", 0.0)))
 
@@ -739,14 +743,14 @@ def fp8_transpose_free(accelerator: str, k: PerfConstants, fp8_recipe: str = "au
 
 
 def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration, eff16: float, fp8_recipe: str,
-                fused_cast: bool, tf32: bool = True) -> tuple[float, float, float, float]:
+                fused_cast: bool, tf32: bool = True, per_dim: bool = False) -> tuple[float, float, float, float]:
     """(GEMM FLOP/s of the linear layers, FLOP/s of the 16-bit GEMMs, FP8 cast bytes per element, FP8 cast
     kernels per tensor); the cast figures are 0 outside FP8."""
     peak = system.peak(precision, tf32) * 1e12
     eff = eff16
     cast_bytes = cast_kernels = 0.0
     if precision == "fp8":
-        recipe = k.fp8_recipe(system.accelerator, fp8_recipe)
+        recipe = _per_dim_recipe(k.fp8_recipe(system.accelerator, fp8_recipe), per_dim)
         if recipe["name"] in k.fp4_recipes:  # NVFP4 / MXFP4: the linear layers' GEMMs on the FP4 tensor cores
             peak, eff = _fp4_gemm_rate(system, k, str(recipe["name"]), eff16)
         else:
@@ -763,6 +767,15 @@ def _gemm_rates(system: Any, precision: str, k: PerfConstants, cal: Calibration,
         p16 = "bf16" if system.peak_tflops.get("bf16") else precision
         gemm16 = system.peak(p16) * 1e12 * eff16
     return gemm, gemm16, cast_bytes, cast_kernels
+
+
+def _per_dim_recipe(recipe: dict[str, float], per_dim: bool) -> dict[str, float]:
+    """The recipe's figures with its `per_dim_` ones in place of the plain keys where the stack casts each operand
+    along dim 0 and dim 1 in separate passes (PerfStyle.fp8_cast_per_dim: torchao's MX linears); the recipe as it is
+    otherwise, or where it has no such figures (perf_constants.yaml fp8.recipes.mxfp8)."""
+    if not per_dim:
+        return recipe
+    return {**recipe, **{key[len("per_dim_"):]: v for key, v in recipe.items() if key.startswith("per_dim_")}}
 
 
 def _fp8_gemm_ratio(k: PerfConstants, recipe: dict[str, float], accelerator: str = "") -> float:

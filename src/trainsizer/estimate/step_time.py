@@ -444,6 +444,10 @@ class PerfStyle:
     # the FP8 casts are Transformer Engine's quantizers (TE >= 2.0), which write no transpose on parts whose FP8
     # GEMMs take every layout (calibration.fp8_transpose_free); torchao writes its own (float8 preprocess)
     fp8_te_quantizer: bool = False
+    # torchao's MX linears cast each operand along dim 0 and dim 1 in separate passes, one in the forward and one in
+    # the backward (the recipe's per_dim_ figures, calibration._per_dim_recipe); Transformer Engine's MXFP8 quantizer
+    # writes both in one
+    fp8_cast_per_dim: bool = False
     # delayed scaling reduces each model chunk's amax buffer over the TP x DP x CP ranks of its pipeline stage, once
     # a forward and once a backward, a synchronous all-reduce (Megatron-Core TransformerBlock's fp8_autocast with
     # get_amax_reduction_group: _delayed_amax_reductions)
@@ -1102,21 +1106,23 @@ def _rates(system: System, training: Training, k: PerfConstants, calibration: Ca
     rate becomes an array), the job's FP8 recipe and whether the style fuses FP8 casts (an array under "auto"
     too)."""
     kernels = np.asarray(fw.attention_kernel)
-    fused, te = np.broadcast_arrays(np.asarray(fw.fp8_cast_fused), np.asarray(fw.fp8_te_quantizer))
+    fused, te, dims = np.broadcast_arrays(np.asarray(fw.fp8_cast_fused), np.asarray(fw.fp8_te_quantizer),
+                                          np.asarray(fw.fp8_cast_per_dim))
     tf32 = bool(np.asarray(fw.fp32_matmul_tf32, bool).reshape(-1)[0])  # each strategy's own: _tf32_rates
     r = rates(system, training.precision, k, calibration, str(kernels.reshape(-1)[0]), training.fp8_recipe,
-              bool(fused.reshape(-1)[0]), bool(te.reshape(-1)[0]), tf32)
+              bool(fused.reshape(-1)[0]), bool(te.reshape(-1)[0]), tf32, bool(dims.reshape(-1)[0]))
     if kernels.ndim and not np.all(kernels == kernels.reshape(-1)[0]):
         each = {str(name): rates(system, training.precision, k, calibration, str(name), training.fp8_recipe, tf32=tf32)
                 for name in np.unique(kernels)}
         r = dataclasses.replace(r, **{field: np.select([kernels == name for name in each],
                                                        [getattr(one, field) for one in each.values()])
                                       for field in ("flash_flops", "flash_bwd_over_fwd")})
-    pairs = {(bool(f), bool(t)) for f, t in zip(fused.reshape(-1), te.reshape(-1), strict=True)}
+    pairs = {(bool(f), bool(t), bool(d)) for f, t, d in zip(fused.reshape(-1), te.reshape(-1), dims.reshape(-1),
+                                                             strict=True)}
     if len(pairs) > 1:  # styles differ by strategy (framework auto): each strategy its style's casts
         each = {p: rates(system, training.precision, k, calibration, fp8_recipe=training.fp8_recipe, fused_cast=p[0],
-                         te_quantizer=p[1]) for p in pairs}
-        pick = [(fused == p[0]) & (te == p[1]) for p in each]
+                         te_quantizer=p[1], per_dim_cast=p[2]) for p in pairs}
+        pick = [(fused == p[0]) & (te == p[1]) & (dims == p[2]) for p in each]
         r = dataclasses.replace(r, **{name: np.select(pick, [getattr(one, name) for one in each.values()])
                                       for name in ("fp8_cast_bytes", "fp8_cast_kernels", "fp8_weight_cast_bytes",
                                                    "fp8_weight_bwd_bytes", "fp8_cast_bwd_bytes")})
