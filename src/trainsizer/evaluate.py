@@ -651,7 +651,7 @@ def _moe_dispatcher(scenario: Scenario, style: str) -> dict[str, Any]:
     if not scenario.model.is_moe or system is None or not perf_style(style).moe_host_sync:
         return {}
     alltoall = bool(np.asarray(moe_alltoall(s.moe_dispatcher, system, s.ep, s.tp)).reshape(-1)[0])
-    assumed = "alltoall" if alltoall else ("hybridep" if s.moe_dispatcher == "hybridep" else "flex")
+    assumed = "alltoall" if alltoall else (s.moe_dispatcher if s.moe_dispatcher in ("hybridep", "deepep") else "flex")
     return {"moe_dispatcher": {"requested": s.moe_dispatcher, "assumed": assumed}}
 
 

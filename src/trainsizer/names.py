@@ -99,9 +99,11 @@ FP4_RECIPES = ("nvfp4", "mxfp4", "nvfp4-torchao")
 # flex with the hybridep backend) stated as such: flex's transport, and its dispatch_with_permute / combine_with_unpermute
 # hand the experts their tokens already grouped (AutoModel _HybridEPManager.get_permuted_hidden_states_by_experts
 # returns them unchanged), so the framework's permute / unpermute passes are not run (step_time: compute._moe_layer).
-MOE_DISPATCHERS = ("auto", "alltoall", "flex", "hybridep")
+# deepep = flex with DeepEP's backend stated (Megatron-Core moe_flex_dispatcher_backend deepep): flex everywhere, and on
+# Megatron-Core its _DeepepManager's own host calls are counted (step_time._moe_layer_host_s; docs/known-gaps.md 334 (a))
+MOE_DISPATCHERS = ("auto", "alltoall", "flex", "hybridep", "deepep")
 # the dispatchers that send a token once to each EP rank holding one of its experts (DeepEP / HybridEP kernels)
-FLEX_DISPATCHERS = ("flex", "hybridep")
+FLEX_DISPATCHERS = ("flex", "hybridep", "deepep")
 # Which experts a balanced router gives a token (MoE dispatch: how many EP ranks and NVLink domains its top-k experts
 # span). random = k distinct experts uniformly at random: a trained router at balance, and Megatron-Core's
 # moe_router_force_load_balancing (random logits, moe_utils.apply_random_logits); round-robin = token i takes experts

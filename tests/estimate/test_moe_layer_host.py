@@ -2,7 +2,9 @@
 297 (a)): the router and its aux loss, the alltoall dispatcher's preprocess, D2H copies, permutation and all-to-alls,
 a shared expert and fc2's per-expert bias adds, each host call at the vendor's launch-bound eager op, counted at
 Megatron-LM 61f31145 (perf_constants.yaml kernels moe_layer_*), joined to the layer's host floor. Nothing on a dense
-model, another style, a sync-free layer or under CUDA graphs; the flex dispatcher's own path is not counted."""
+model, another style, a sync-free layer or under CUDA graphs; the flex dispatcher's own path is counted where DeepEP's
+backend is stated (moe_dispatcher deepep, _DeepepManager at 61f31145: docs/known-gaps.md 334 (a)), not under flex or
+hybridep."""
 
 from __future__ import annotations
 
@@ -74,6 +76,23 @@ def test_biases_shared_experts_expert_bias_and_an_fp32_router_add_theirs():
 
 def test_the_flex_dispatcher_is_charged_its_router_only():
     assert _host(moe_dispatcher="flex") == pytest.approx(_calls("router_host_fwd", "router_host_bwd") * OP_S)
+    assert _host(moe_dispatcher="hybridep") == pytest.approx(_host(moe_dispatcher="flex"))
+
+
+def test_deepep_stated_adds_its_managers_calls_and_the_probs_cast():
+    """DeepEP's backend stated: _DeepepManager's top-k, FusedDispatch / FusedCombine, the eager multihot conversion
+    and the fused permute / unpermute (21 forward, 9 backward), the forward again under recompute; the 16-bit router's
+    probabilities cast to fp32 (+1 forward), none behind an fp32 router; the dispatcher asserts TP x EP > 1."""
+    router = _calls("router_host_fwd", "router_host_bwd")
+    deepep = _calls("deepep_host_fwd", "deepep_host_bwd", "deepep_probs_cast_host")
+    assert _calls("deepep_host_fwd", "deepep_host_bwd") == 30.0
+    assert _host(moe_dispatcher="deepep") == pytest.approx((router + deepep) * OP_S)
+    fwd = _calls("router_host_fwd", "deepep_host_fwd", "deepep_probs_cast_host")
+    assert _host(moe_dispatcher="deepep", recompute="full") - _host(moe_dispatcher="deepep") == pytest.approx(fwd * OP_S)
+    m = dataclasses.replace(mixtral(), router_fp32=True)
+    cast = KERNELS["moe_layer_deepep_probs_cast_host"]
+    assert _host(m, moe_dispatcher="deepep") - _host(m, moe_dispatcher="flex") == pytest.approx((deepep - cast) * OP_S)
+    assert _host(moe_dispatcher="deepep", ep=1) == pytest.approx(_host(moe_dispatcher="flex", ep=1))
 
 
 def test_nothing_on_a_dense_model_another_style_a_sync_free_layer_or_under_graphs():

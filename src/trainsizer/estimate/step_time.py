@@ -1882,8 +1882,9 @@ def _moe_layer_host_s(x: _Step) -> Any:
     loss (and an expert score bias's update), the alltoall dispatcher's preprocess, D2H copies, permutation and
     all-to-alls, a shared expert and fc2's per-expert bias adds, forward and the Python autograd Functions' backward,
     each call at the vendor's launch-bound eager op (perf_constants.yaml kernels moe_layer_*, counted at Megatron-LM
-    61f31145; docs/known-gaps.md 297 (a)). The flex dispatcher's own path (DeepEP / HybridEP managers) is not
-    counted, its router is. The fused path's count; an unfused router / permutation adds its own
+    61f31145; docs/known-gaps.md 297 (a)). The flex dispatcher's own path is counted where DeepEP's backend is stated
+    (moe_dispatcher deepep: _DeepepManager's calls, kernels moe_layer_deepep_*; 334 (a)); flex and hybridep count
+    the router alone. The fused path's count; an unfused router / permutation adds its own
     (_moe_unfused_host). The forward again where the MoE block is recomputed. 0 on a dense model, other styles,
     under CUDA graphs (Megatron-Core's graph scopes capture the router and preprocess; partial capture not modelled)
     and where the layer runs sync-free or with padded token drop (a path of its own, not counted)."""
@@ -1899,14 +1900,31 @@ def _moe_layer_host_s(x: _Step) -> Any:
         alltoall, k["moe_layer_alltoall_host_fwd"] + sort + ep * k["moe_layer_alltoall_ep_host_fwd"], 0.0)
     if m.mlp_bias:
         fwd = fwd + local * k["moe_layer_expert_bias_host_per_expert"] + k["moe_layer_expert_bias_host"]
+    deepep_fwd, deepep_bwd = _deepep_host_calls(x)
+    fwd = fwd + deepep_fwd
     shared = 1.0 if m.shared_expert_ffn else 0.0
     fwd = (fwd + router_score_bias(m) * k["moe_layer_router_bias_host_fwd"]
            + shared * k["moe_layer_shared_expert_host_fwd"])
     bwd = k["moe_layer_router_host_bwd"] + m.router_fp32 * k["moe_layer_router_fp32_host_bwd"] + np.where(
         alltoall, k["moe_layer_alltoall_host_bwd"] + sort + ep * k["moe_layer_alltoall_ep_host_bwd"], 0.0)
-    bwd = bwd + shared * k["moe_layer_shared_expert_host_bwd"]
+    bwd = bwd + deepep_bwd + shared * k["moe_layer_shared_expert_host_bwd"]
     calls = (m.moe_layer_count / m.layers) * (fwd * (1.0 + x.moe_rerun) + bwd)
     return np.where(np.asarray(x.fw.moe_host_sync, bool), calls * _launch_op_s(x.system.vendor), 0.0)
+
+
+def _deepep_host_calls(x: _Step) -> tuple[Any, Any]:
+    """(forward, backward) host calls a MoE layer and micro-batch of Megatron-Core's flex dispatcher with DeepEP's
+    backend stated (moe_dispatcher deepep; it asserts TP x EP > 1): the top-k to indices, FusedDispatch / FusedCombine
+    over DeepEP's Buffer, _indices_to_multihot's eager ops and the fused permute / unpermute (perf_constants.yaml
+    kernels moe_layer_deepep_*, counted at Megatron-LM 61f31145 and DeepEP 567632d; docs/known-gaps.md 334 (a)), the
+    probabilities' fp32 cast where the router's output is 16-bit. 0 elsewhere."""
+    if x.strategy_dispatcher != "deepep":
+        return 0.0, 0.0
+    k = compute.KERNELS
+    on = (x.e * x.et) > 1.0
+    cast = 0.0 if x.model.router_fp32 else k["moe_layer_deepep_probs_cast_host"]
+    return (np.where(on, k["moe_layer_deepep_host_fwd"] + cast, 0.0),
+            np.where(on, k["moe_layer_deepep_host_bwd"], 0.0))
 
 
 def _fused_dglu_dbias_time(x: _Step, slots: Any) -> Any:

@@ -602,7 +602,8 @@ class StrategySpec(_Strict):
     # (LitGPT's lm_head_chunk_size 128 in its fine-tune scripts); null = the whole row in one call
     lm_head_chunk: int | None = Field(None, ge=1)
     # MoE token dispatcher: auto | alltoall | flex (DeepEP / HybridEP: Megatron-Core's flex, NeMo AutoModel's and
-    # torchtitan's DeepEP backend; on those PyTorch-native stacks auto = their all_to_all)
+    # torchtitan's DeepEP backend; on those PyTorch-native stacks auto = their all_to_all) | hybridep | deepep (flex
+    # with that backend stated)
     moe_dispatcher: MoeDispatcher = "auto"
     # Megatron-Core EP all-to-all overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute: combined 1F1B,
     # one micro-batch's dispatch / combine beside another's compute); null = the framework's (off)
