@@ -34,8 +34,24 @@ def test_megatron_core_deepep_costs_its_managers_host_calls_over_flex():
     _, deepep = _est(MCORE, "deepep")
     assert deepep.breakdown_s["ep_comm"] == pytest.approx(flex.breakdown_s["ep_comm"], rel=1e-12)
     assert deepep.step_s > flex.step_s
-    # at most the calls themselves: 48 MoE layers x 32 micro-batches x 31 calls (the 16-bit router's probs cast)
-    assert deepep.step_s - flex.step_s < 48 * 32 * 31 * 14.8e-6 * 1.0001
+    # at most the calls and the three syncs' next issues: 48 MoE layers x 32 micro-batches x (31 + 3) x 14.8 us
+    assert deepep.step_s - flex.step_s < 48 * 32 * 34 * 14.8e-6 * 1.0001
+
+
+def test_its_three_syncs_each_pay_the_next_issue_on_nvidia():
+    """_indices_to_multihot's boolean-mask indexes and repeat_interleave sync a forward; NVIDIA has no round-trip
+    figure, so each pays the next op's issue (host_sync.drain_excess_s), as the unfused permutation's masked_select;
+    nothing under flex."""
+    from trainsizer.estimate.host_sync import host_figure
+    from trainsizer.estimate.step_time import _deepep_sync_s, _step
+
+    def sync_s(dispatcher: str) -> float:
+        sc = resolve_job({**JOB, "strategy": {**MCORE, "moe_dispatcher": dispatcher}}, load_catalog())
+        return float(_deepep_sync_s(_step(sc.model, sc.training, sc.system, sc.strategy, None, None, None)))
+
+    assert host_figure("round_trip_s", "nvidia") is None
+    assert sync_s("deepep") == pytest.approx(3 * host_figure("launch_bound_op_s", "nvidia"))
+    assert sync_s("flex") == 0.0
 
 
 def test_on_a_pytorch_native_stack_deepep_is_flex():

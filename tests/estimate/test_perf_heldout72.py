@@ -74,7 +74,7 @@ def test_source_bounds(run):
     check_source_bounds(cases, {
         # 13.7 with the THD RoPE loop (286) and 288 (a): -21.7 / -5.6%; 9.1 with its backward (315 (a)): +7.0 / +11.2%
         (CARD.format("Qwen3-8B"), "step_time_s"): (2, 14.0),
-        # 32.1 with 297 (a); 25.6 with 315 (a): -30.8 / -20.3%; 25.8 with DeepEP's calls (334 (a)): -26.5 / -25.1%
+        # 32.1 with 297 (a); 25.6 with 315 (a): -30.8 / -20.3%; 25.7 with DeepEP's calls and syncs (334 (a)): -26.5 / -24.8%
         (CARD.format("Qwen3-30B-A3B"), "step_time_s"): (2, 31.0),
         (CARD.format("GPT-OSS 20B"), "step_time_s"): (2, 26.0),  # 26.8 with 297 (a); 20.3 with 315 (a): -37.2 / +3.4%
         (CARD.format("GPT-OSS 120B"), "step_time_s"): (2, 45.0),  # 47.3 with 297 (a); 39.0 with 315 (a): -48.0 / -29.9%

@@ -1927,6 +1927,23 @@ def _deepep_host_calls(x: _Step) -> tuple[Any, Any]:
             np.where(on, k["moe_layer_deepep_host_bwd"], 0.0))
 
 
+def _deepep_sync_s(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of the host syncs among _deepep_host_calls' forward (kernels
+    moe_layer_deepep_syncs: _indices_to_multihot's two boolean-mask indexes and its repeat_interleave), each a drained
+    queue's round trip and next issue (host_sync.drain_excess_s over one kernel; a vendor with no round-trip figure
+    pays the issue alone), as _moe_unfused_host charges the unfused permutation's; the forward again where the MoE
+    block is recomputed. 0 where _deepep_host_calls is, on other styles and where _moe_layer_host_s is 0."""
+    fwd, _ = _deepep_host_calls(x)
+    on = (np.asarray(fwd) > 0) & (np.asarray(_moe_layer_host_s(x)) > 0)
+    if not np.any(on):
+        return 0.0
+    vendor = x.system.vendor
+    trip_s = host_figure("round_trip_s", vendor) or 0.0
+    passes = (x.model.moe_layer_count / x.model.layers) * (1.0 + x.moe_rerun)
+    syncs = compute.KERNELS["moe_layer_deepep_syncs"]
+    return np.where(on, passes * syncs * drain_excess_s(1.0, _launch_op_s(vendor), 0.0, trip_s), 0.0)
+
+
 def _fused_dglu_dbias_time(x: _Step, slots: Any) -> Any:
     """Seconds per average layer and micro-batch that fc1's bias gradient adds to TE's fused grouped MLP backward
     (strategy.moe_fused_grouped_mlp on experts with biases): the CuTe DSL grouped GEMM + dGLU kernel reduces it in its
@@ -2740,7 +2757,7 @@ def _host_excess(x: _Step, lt: compute.LayerTimes, tp_per_layer: np.ndarray) -> 
     host_layer = (host_layer + _adapter_host_s(x) + unfused_host + _padded_expert_host_s(x) + _recompute_host_s(x)
                   + _moe_layer_host_s(x) + _megatron_fsdp_host_s(x) + _dtensor_tp_host_s(x)
                   + _thd_rope_backward_host_s(x))
-    blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs + _thd_rope_host(x)
+    blend = (gpu_layer**q + host_layer**q) ** (1.0 / q) - gpu_layer + unfused_syncs + _thd_rope_host(x) + _deepep_sync_s(x)
     if not x.model.is_moe or not np.any(x.fw.moe_host_sync) or _moe_sync_free(x):
         return blend
     # Megatron-Core's dropless MoE layer syncs with the host every forward: the alltoall dispatcher copies the
