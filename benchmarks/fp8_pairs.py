@@ -21,7 +21,7 @@ Sources (rows and job files as their own benchmarks state them; nothing fitted h
   FP8-CS; MXFP8 against FP8-CS); Megatron-Bridge 26.06 SFT / LoRA FP8-CS / MXFP8 (finetune_heldout.py).
 - printed apart (moe_pairs, held out): the MoE releases' FP8 / BF16 pairs with their dense twins, dgxc v24.11
   (perf_heldout62), v25.05 (perf_heldout34, perf_heldout77) and the MoE Parallel Folding paper (perf_heldout77), grouped
-  by release, part and MoE / dense (docs/known-gaps.md 332 (a)).
+  by release, part and MoE / dense (docs/known-gaps.md 332 (a)); v25.05's Nemotron-4 (perf_heldout78) as dense twins.
 
 Run: python benchmarks/fp8_pairs.py
 """
@@ -43,6 +43,7 @@ import perf_heldout27 as H27
 import perf_heldout34 as H34
 import perf_heldout62 as H62
 import perf_heldout77 as H77
+import perf_heldout78 as H78
 import perf_mbridge26 as MB26
 import perf_modern as PM
 from trainsizer.catalog import load_catalog
@@ -221,13 +222,16 @@ def moe_pairs() -> list[Pair]:
     """The held-out releases that publish FP8 and BF16 at one layout for MoE models, with their dense twins where the
     release has them (the same stack's dense FP8 gain as the control): dgxc-benchmarking v24.11 (H100, NeMo 24.09:
     Grok-1 and the dense models, perf_heldout62), v25.05 (NeMo 25.04: Llama 4 Maverick and Grok-1 on H100 and GB200,
-    perf_heldout34; its GB200 Llama 3.1 405B, perf_heldout77) and the MoE Parallel Folding paper's Mixtral 8x22B (H100,
+    perf_heldout34; its GB200 Llama 3.1 405B, perf_heldout77; its Nemotron-4 15B / 340B on H100 and 340B on GB200,
+    perf_heldout78) and the MoE Parallel Folding paper's Mixtral 8x22B (H100,
     Megatron-Core, perf_heldout77). Printed apart from all_pairs: added 2026-12-07 to size the MoE FP8 gain (332)."""
     h77 = H77.BATCH.rows()
     return (batch_pairs("dgxc v24.11 H100", H62.BATCH)
             + batch_pairs("dgxc v25.05 H100", _only(H34.DGXC_BATCH, "h100"))
+            + batch_pairs("dgxc v25.05 H100", _only(H78.BATCH, "h100"))
             + batch_pairs("dgxc v25.05 GB200", _only(H34.DGXC_BATCH, "gb200"))
             + batch_pairs("dgxc v25.05 GB200", _rows_batch(H77.BATCH, [r for r in h77 if "dgxc" in r["id"]]))
+            + batch_pairs("dgxc v25.05 GB200", _only(H78.BATCH, "gb200"))
             + batch_pairs("MoE Parallel Folding H100", _rows_batch(H77.BATCH, [r for r in h77 if "folding" in r["id"]])))
 
 
