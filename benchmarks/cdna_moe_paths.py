@@ -2,7 +2,7 @@
 
 The class is Primus's Megatron-LM backend on AMD Instinct parts: perf_heldout30 (AMD's MoE package, DeepSeek-V2(-Lite)
 on MI355X, 2025-12; GPT-OSS 20B, 2026-08) and perf_heldout70 (Mixtral on MI300X, 2025-05; Qwen3-30B-A3B on MI355X,
-2026-08). Nothing here is fitted and nothing changes the estimate (docs/known-gaps.md 326).
+2026-08). Nothing here is fitted and nothing changes the estimate (docs/known-gaps.md 326, 338).
 
 Printed:
 1. Each time row: signed error, the token permutation's path (Megatron-Core's unfused index_select / scatter_add_, or
@@ -13,7 +13,9 @@ Printed:
    the routed experts' GEMMs would close the row (a what-if: the estimate run again with that share; the floor rows
    need a far lower one than the rows past it).
 2. The rows by path x architecture: n, median signed %, MAPE.
-3. The attention backward over forward of DeepSeek-V2-Lite's MLA (d_qk 192, d_v 128) against a head-dim-128 model on
+3. The unfused rows' counted router and permutation ops as the estimate charges them (the step less the same job
+   stated fused: step_time._moe_unfused_time / _moe_unfused_host, docs/known-gaps.md 82 and 338) against the miss.
+4. The attention backward over forward of DeepSeek-V2-Lite's MLA (d_qk 192, d_v 128) against a head-dim-128 model on
    the same part, as the estimate times them (AITER's assembly backward, strategy.aiter_mla_bwd_asm true, and CK's
    padded tile, false) against the kernel times of AMD's own Primus traces (AMD-AGI/TraceLens issue 536, 2026-03-17:
    DeepSeek-V2-Lite aiter::mha_bwd 2,345 ms over aiter::fmha_v3_fwd 335 ms; Llama3-70B 5,903 over 1,178).
@@ -74,6 +76,27 @@ def permute_path(row: dict[str, str]) -> str:
     permutation, else 'unfused' (Megatron-Core's index_select / scatter_add_, moe_utils.permute / unpermute)."""
     e = extra(row)
     return "fused" if e.get("moe_permute_fusion") == "true" or e.get("moe_sync_free") == "true" else "unfused"
+
+
+def router_path(row: dict[str, str]) -> str:
+    """'unfused' where the row states Megatron-Core's own router (moe_router_fusion false: the 2025 releases, whose
+    Megatron-LM has no fused router at 5a676b36 or leaves it off), 'fused' where Transformer Engine's runs it, else
+    'style' (the megatron-core style's default, fused)."""
+    value = extra(row).get("moe_router_fusion")
+    return "style" if value is None else ("fused" if value == "true" else "unfused")
+
+
+def step_s(row: dict[str, str], strategy_extra: dict[str, Any] | None = None) -> float:
+    """The estimate's step (s) for the row's job with `strategy_extra` over its strategy fields."""
+    sc = scenario_of(row, strategy_extra)
+    return float(np.asarray(st.step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)["step_s"]).reshape(-1)[0])
+
+
+def unfused_charge_s(row: dict[str, str]) -> float:
+    """Seconds a step the estimate charges for the row's unfused router and permutation (their counted kernels,
+    host calls and syncs: step_time._moe_unfused_time / _moe_unfused_host): the row's step less the same job with
+    both stated fused. Primus's forced-balance map (round-robin rows) runs either way and stays in both."""
+    return step_s(row) - step_s(row, {"moe_router_fusion": True, "moe_permute_fusion": True})
 
 
 def step_miss_s(c: Case, res: dict[str, Any]) -> float:
@@ -138,6 +161,13 @@ def closing_expert_share(c: Case, res: dict[str, Any], row: dict[str, str], low:
     return 0.5 * (lo + hi)
 
 
+def charge_lines(run: ph.Run) -> list[tuple[str, str, float, float]]:
+    """(row id, router path, the unfused router and permutation's charge a step (s, unfused_charge_s), the step's
+    miss (s)) for each row that runs the permutation unfused."""
+    return [(r["id"], router_path(r), unfused_charge_s(r), step_miss_s(c, res))
+            for c, res, r in run if permute_path(r) == "unfused"]
+
+
 def groups(run: ph.Run) -> dict[tuple[str, str], list[Case]]:
     """The class's cases by (permutation path, architecture)."""
     out: dict[tuple[str, str], list[Case]] = defaultdict(list)
@@ -176,6 +206,11 @@ def main() -> None:
     for (path, arch), cs in sorted(groups(run).items()):
         med = 100.0 * float(np.median([c.err for c in cs]))
         print(f"  {path:7s} {arch}  n={len(cs):2d}  median {med:+6.1f}%  MAPE {mape(cs):5.1f}%")
+    print("the unfused rows' counted router and permutation ops (kernels, host calls at the ROCm launch-bound op, "
+          "masked_select syncs; docs/known-gaps.md 338): the step less the same job stated fused, against the miss")
+    for rid, router, charge, miss in sorted(charge_lines(run), key=lambda t: t[0]):
+        print(f"  {rid:62s} router {router:7s} charged {charge:6.3f} s a step  miss {miss:+7.3f} s  "
+              f"charge / miss {charge / miss:+6.1%}")
     a = attention_check()
     print("attention backward over forward (one layer and micro-batch), estimate vs Primus traces (TraceLens #536):")
     print(f"  estimate, Lite row: AITER assembly {a['lite_asm']:.2f}, CK padded tile {a['lite_pad']:.2f}; "

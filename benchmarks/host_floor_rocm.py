@@ -102,8 +102,9 @@ def host_per_layer_s(local_experts: float) -> tuple[float, float]:
 def unfused_host_s(row: dict[str, str], shape: dict[str, Any]) -> float:
     """Host calls a MoE layer's forward adds where the row states the router / permutation unfused (strategy_extra
     moe_router_fusion / moe_permute_fusion false; step_time._moe_unfused_host, perf_constants.yaml kernels:
-    moe_*_unfused_host_fwd), at AMD's launch-bound op, over the MoE layers' share; the syncs' round trips are in the
-    syncs column."""
+    moe_*_unfused_host_fwd) and Primus's forced-balance map where it routes round-robin (moe_router_round_robin_host_fwd,
+    fused or not; docs/known-gaps.md 338 (b)), at AMD's launch-bound op, over the MoE layers' share; the syncs' round
+    trips are in the syncs column."""
     extra, k = row["strategy_extra"], compute.KERNELS
     calls = 0.0
     if "moe_router_fusion=false" in extra:
@@ -111,6 +112,8 @@ def unfused_host_s(row: dict[str, str], shape: dict[str, Any]) -> float:
         calls += k["moe_router_unfused_grouped_host_fwd"] if shape.get("expert_groups", 1) > 1 else 0.0
     if "moe_permute_fusion=false" in extra:
         calls += k["moe_permute_unfused_host_fwd"]
+    if "moe_routing=round-robin" in extra:
+        calls += k["moe_router_round_robin_host_fwd"]
     share = (shape["layers"] - shape["dense_layers"]) / shape["layers"]
     return share * calls * host_figure("launch_bound_op_s", "amd")
 
@@ -161,7 +164,7 @@ def rows_table() -> dict[str, tuple[float, float, float]]:
         out[row["id"]] = (t_meas / layers, t_pred / layers, local)
         print(f"  {row['id']:52s} measured {t_meas / layers * 1e3:5.1f} ms a layer, predicted "
               f"{t_pred / layers * 1e3:5.1f}; host charged {(dense + experts + unfused) * 1e3:4.1f} (dense "
-              f"{dense * 1e3:.1f} + {local:.0f} experts {experts * 1e3:.1f} + unfused router / permutation "
+              f"{dense * 1e3:.1f} + {local:.0f} experts {experts * 1e3:.1f} + router / permutation ops "
               f"{unfused * 1e3:.1f}); syncs add {syncs * 1e3:5.2f} ms a slot = "
               f"{syncs / (t_meas - t_pred):5.1%} of the gap")
     return out

@@ -109,7 +109,8 @@ FLEX_DISPATCHERS = ("flex", "hybridep", "deepep")
 # moe_router_force_load_balancing (random logits, moe_utils.apply_random_logits); round-robin = token i takes experts
 # k i ... k i + k - 1 (mod E), consecutive experts on as few ranks as possible: the forced-balance gates of NeMo
 # AutoModel (FakeBalancedGate, backend fake_balanced_gate) and torchtitan (debug moe_force_load_balance), which their
-# published benchmarks run. torchtitan's still runs the gate GEMM and gathers the scores of the experts it assigns
+# published benchmarks run, and AMD Primus's Megatron-LM router under moe_router_force_load_balancing (it rebuilds the
+# map after Megatron-Core's routing: those ops charged on the megatron-core style, docs/known-gaps.md 338 (b)). torchtitan's still runs the gate GEMM and gathers the scores of the experts it assigns
 # (TokenChoiceTopKRouter._debug_force_load_balance_routing); AutoModel's FakeBalancedGate computes no logits at all
 # (components/moe/layers.py: torch.arange(tokens x k) % E and uniform weights, at 89e3a9fdd, 8d9bfb90e, bb0c0bfb0):
 # fake-balanced = the round-robin experts with no router GEMM.

@@ -1,7 +1,9 @@
 """benchmarks/cdna_moe_paths.py: the megatron/moe/cdna time rows split by the path their MoE layer runs
-(docs/known-gaps.md 326). Nothing there changes the estimate; these pin what the section reads from it."""
+(docs/known-gaps.md 326, 338). Nothing there changes the estimate; these pin what the sections read from it."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -89,3 +91,81 @@ def test_attention_ratios_bracket_the_traces():
     assert a["est_pad_over_d128"] == pytest.approx(5.0 * 256 / (3 * 192 + 2 * 128), rel=0.05)
     assert a["est_asm_over_d128"] < a["trace_ratio"] < a["est_pad_over_d128"]
     assert a["trace_ratio"] == pytest.approx((2345 / 335) / (5903 / 1178))
+
+
+def test_every_2025_row_runs_and_is_charged_the_unfused_router(run):
+    """The estimate knows which rows run Megatron-Core's own router and permutation: every 2025 row states both
+    unfused (the Mixtral rows' Megatron-LM 5a676b36 has no moe_router_fusion at all) and is charged their counted ops;
+    the 2026-08 rows run them fused or sync-free and are charged nothing (docs/known-gaps.md 338 (a))."""
+    for _, _, r in run:
+        if r["date"] < "2026":
+            assert cmp.router_path(r) == "unfused" and cmp.permute_path(r) == "unfused"
+            assert cmp.unfused_charge_s(r) > 0.0
+        else:
+            assert cmp.router_path(r) in ("fused", "style")
+            assert cmp.unfused_charge_s(r) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_counted_unfused_ops_are_a_small_share_of_the_miss(run):
+    """The negative result of 338 (c): the unfused router and permutation's counted kernels, host calls and syncs hold
+    at most a tenth of each row's miss (predicted fast), so the 2025 rows' gap is not their op count."""
+    lines = cmp.charge_lines(run)
+    assert len(lines) == 14
+    fast = [(charge, miss) for _, _, charge, miss in lines if miss > 0]
+    assert len(fast) == 13
+    assert all(0.0 < charge < 0.1 * miss for charge, miss in fast)
+
+
+def test_forced_balance_map_counted_on_megatron_round_robin_only():
+    """Primus's forced-balance map (moe_routing round-robin on Megatron-Core's layer) adds its counted kernels and
+    host calls to the MoE layer, no backward kernel and no sync; a randomly routed job adds none."""
+    from trainsizer.estimate import step_time as st
+
+    row = next(r for r in cmp.p30.rows() if r["id"] == cmp.LITE_ROW)
+    sc = cmp.scenario_of(row)
+    assert sc.training.moe_routing == "round-robin"
+    counts = [np.asarray(v, float) for v in st._moe_unfused_counts(
+        st._step(sc.model, sc.training, sc.system, sc.strategy, None, None, None))]
+    random = dataclasses.replace(sc.training, moe_routing="random")
+    base = [np.asarray(v, float) for v in st._moe_unfused_counts(
+        st._step(sc.model, random, sc.system, sc.strategy, None, None, None))]
+    k = st.compute.KERNELS
+    added = [float(a - b) for a, b in zip(counts, base, strict=True)]
+    assert added == [k["moe_router_round_robin_fwd"], 0.0, k["moe_router_round_robin_host_fwd"], 0.0]
+
+
+@pytest.mark.torch
+def test_forced_balance_map_ops_recorded_with_torch():
+    """The count in perf_constants.yaml (kernels moe_router_round_robin_*) against the aten ops Primus's map rebuild
+    dispatches (PrimusTopKRouter.routing at AMD-AGI/Primus b3699abf7, its lines run here on CPU tensors): every op
+    but views is one kernel, repeat_interleave by an int one copy; the map is round-robin and balanced."""
+    torch = pytest.importorskip("torch")
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    tokens, experts, topk = 24, 8, 3
+    routing_map = torch.zeros(tokens, experts, dtype=torch.bool)
+    rec = Record()
+    with rec:
+        indices = torch.arange(routing_map.size(0) * topk).view(routing_map.size(0), topk) % experts
+        row = torch.arange(routing_map.size(0)).repeat_interleave(topk)
+        col = indices.view(-1)
+        routing_map = torch.zeros_like(routing_map, dtype=torch.bool).index_put_(
+            (row, col), torch.ones(1, dtype=torch.bool))
+    views = {"aten.view", "aten.unsqueeze", "aten.expand"}
+    kernels = [op for op in rec.ops if op not in views]
+    assert kernels == ["aten.arange", "aten.remainder", "aten.arange", "aten.clone", "aten.zeros_like", "aten.ones",
+                       "aten.index_put_"]
+    from trainsizer.estimate import compute
+
+    assert len(kernels) == compute.KERNELS["moe_router_round_robin_fwd"]
+    assert routing_map.sum(dim=1).tolist() == [topk] * tokens
+    assert routing_map.sum(dim=0).tolist() == [tokens * topk // experts] * experts

@@ -1828,19 +1828,22 @@ def _moe_unfused_counts(x: _Step) -> tuple[Any, Any, Any, Any]:
     Megatron-Core runs its router and token permutation without Transformer Engine's fused kernels
     (PerfStyle.moe_router_fused / moe_permute_fused false: strategy.moe_router_fusion / moe_permute_fusion), counted
     from Megatron-Core's code (perf_constants.yaml kernels: moe_router_unfused_*, the group-limited top-k's
-    moe_router_unfused_grouped_* where the model routes by groups, moe_permute_unfused_*); zeros where both are fused
-    or the model has no routed experts."""
+    moe_router_unfused_grouped_* where the model routes by groups, moe_permute_unfused_*), and, fused or not, Primus's
+    forced-balance map where the job routes round-robin on Megatron-Core's layer (moe_router_round_robin_*;
+    docs/known-gaps.md 338 (b)); zeros where neither runs or the model has no routed experts."""
     if not x.model.is_moe:
         return 0.0, 0.0, 0.0, 0.0
     router = ~np.asarray(x.fw.moe_router_fused, bool)
     permute = ~np.asarray(x.fw.moe_permute_fused, bool)
     grouped = x.model.expert_groups > 1  # group-limited top-k: moe_utils.group_limited_topk's ops
+    balance = np.asarray(x.fw.moe_host_sync, bool) & (x.training.moe_routing == "round-robin")
     kern = compute.KERNELS
 
     def count(name: str) -> Any:
         routing = kern.get(f"moe_router_unfused_{name}", 0.0)
         routing = routing + grouped * kern.get(f"moe_router_unfused_grouped_{name}", 0.0)
-        return router * routing + permute * kern.get(f"moe_permute_unfused_{name}", 0.0)
+        return (router * routing + permute * kern.get(f"moe_permute_unfused_{name}", 0.0)
+                + balance * kern.get(f"moe_router_round_robin_{name}", 0.0))
     return count("fwd"), count("bwd"), count("host_fwd"), count("syncs")
 
 
