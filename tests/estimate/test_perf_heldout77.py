@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import perf_heldout as ph
 import perf_heldout77 as p77
 
@@ -77,7 +79,10 @@ def test_each_row_is_a_table_figure_once():
 
 def test_the_rows_hold_the_tables_layout():
     """Megatron-Core, Table 3's TP / EP / PP / expert TP (Table 4 keeps them), CP 1, 4,096 tokens, the table's global
-    batch, token drop at capacity factor 1, H100 on 400 Gb/s InfiniBand; FP8 = delayed scaling (s4.5)."""
+    batch, token drop at capacity factor 1, H100 on 400 Gb/s InfiniBand; FP8 = delayed scaling (s4.5). Virtual
+    pipeline 7, one layer a virtual stage (known-gaps 331 (a)): Qwen2-57B-A14B's as the authors' Megatron-MoE-ModelZoo
+    states it at 78fd4d6 (2025-04-03), Mixtral-8x22B's from 7f59386 (2025-07-30; 1 before), the only other VPP
+    Megatron-LM takes at 7 layers a stage (1) excluded by the paper's pairs of rows (benchmarks/folding_scaling.py)."""
     for r in p77.rows():
         if r["id"].startswith(DGXC):
             continue
@@ -86,6 +91,7 @@ def test_the_rows_hold_the_tables_layout():
         s = j["strategy"]
         tp, ep, pp, etp = LAYOUT[(model, method)]
         assert (s["tp"], s["ep"], s["pp"], s.get("etp"), s["cp"]) == (tp, ep, pp, etp, 1), r["id"]
+        assert s["vpp"] == 7 and "yanring/Megatron-MoE-ModelZoo" in r["assumed"], r["id"]
         assert (s["framework"], j["seq_len"], j["global_batch"]["sequences"]) == ("megatron-core", 4096, gbs), r["id"]
         assert j["precision"] == precision and j.get("fp8_recipe") == ("delayed" if precision == "fp8" else None)
         assert j["moe_capacity_factor"] == 1.0 and j["hardware"]["accelerator"] == "h100-sxm-80gb", r["id"]
@@ -108,9 +114,9 @@ def test_the_flop_count_is_megatrons_and_the_peak_the_papers():
 
 def test_source_bounds(run):
     check_source_bounds([c for c, _, _ in run], {
-        (KEYS[T2], "megatron_moe_tflops_per_gpu"): (4, 12.0),  # 9.1 at landing (329 (a))
-        (KEYS[T3], "megatron_moe_mfu_pct"): (2, 22.0),  # 18.1 at landing (329 (b))
-        (KEYS[T4], "megatron_moe_mfu_pct"): (18, 19.0),  # 15.7 at landing (329 (c))
+        (KEYS[T2], "megatron_moe_tflops_per_gpu"): (4, 8.0),  # 9.1 at landing (329 (a)), 4.2 at VPP 7 (331)
+        (KEYS[T3], "megatron_moe_mfu_pct"): (2, 17.5),  # 18.1 at landing (329 (b)), 14.3 at VPP 7 (331)
+        (KEYS[T4], "megatron_moe_mfu_pct"): (18, 11.0),  # 15.7 at landing (329 (c)), 8.4 at VPP 7 (331)
         (KEYS[DGXC], "tokens_per_s_per_gpu"): (6, 12.0),  # 9.1 at landing (329 (d))
     })
 
@@ -118,17 +124,19 @@ def test_source_bounds(run):
 def test_every_row_sits_where_it_landed(run):
     """When the rows were added every row was predicted too slow: Table 2's BF16 rows -14 %, its FP8 rows -5.5 / -2.7%;
     Qwen2 at 64 GPUs -17.5 / -18.7%; the strong scaling from -6% (Mixtral, 128 GPUs) to -27% (Qwen2 folding, 1,024).
+    At VPP 7 with fp32 gradients (331): Table 2 BF16 -0.9 / -1.5%, FP8 +6.1 / +8.5%; Mixtral's scaling -3.1 .. -0.7%;
+    Qwen2 -12.7 / -15.9% at 64 GPUs, its scaling -15.9 .. -10.0%: Qwen2's micro-batch about 13% slow (329 (b)).
     A guard that fails when the estimate moves, either way (329)."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped and not c.row_id.startswith(DGXC)}
     assert len(errs) == 24
     for rid, err in errs.items():
         (table, model, _, precision), _, gpus = _key(rid)
         if table == "t2":
-            lo, hi = (-0.09, 0.01) if precision == "fp8" else (-0.18, -0.10)
+            lo, hi = (0.03, 0.13) if precision == "fp8" else (-0.04, 0.02)
         elif model == "mixtral8x22b":
-            lo, hi = (-0.10, -0.02) if gpus == 128 else (-0.25, -0.05)
+            lo, hi = (-0.05, 0.02)
         else:
-            lo, hi = -0.31, -0.10
+            lo, hi = (-0.18, -0.08)
         assert lo < err < hi, (rid, err)
 
 
@@ -138,35 +146,41 @@ def _got(run) -> dict[str, tuple[float, float]]:
 
 def test_the_folding_gain_is_reproduced(run):
     """Parallel Folding over MCore's mapping, Mixtral 8x22B BF16 on 128 GPUs: 1.064x measured (Table 2), 1.058x
-    predicted (the TP-2 expert all-gathers / reduce-scatters that expert TP 1 drops); Qwen2 at 64 GPUs 1.105x / 1.090x."""
+    predicted (the TP-2 expert all-gathers / reduce-scatters that expert TP 1 drops); Qwen2 at 64 GPUs 1.105x / 1.066x:
+    in fp32 (331 (b)) folding's reduce, expert TP 1 holding twice MCore's expert parameters a GPU, grows twice as much."""
     got = _got(run)
     for folding, mcore in (("t2_mixtral8x22b_folding_gbs256_128gpu", "t2_mixtral8x22b_mcore_gbs256_128gpu"),
                            ("t3_qwen2_57b_folding_gbs256_64gpu", "t3_qwen2_57b_mcore_gbs256_64gpu")):
         f, m = got[f"heldout_2027y_folding_{folding}"], got[f"heldout_2027y_folding_{mcore}"]
         measured, predicted = f[0] / m[0], f[1] / m[1]
-        assert 1.05 < measured < 1.11 and abs(predicted / measured - 1) < 0.03, (folding, measured, predicted)
+        assert 1.05 < measured < 1.11 and abs(predicted / measured - 1) < 0.045, (folding, measured, predicted)
 
 
 def test_the_fp8_gain_is_overstated(run):
-    """FP8 delayed scaling over BF16 at one layout (Table 2): 1.255x (MCore) / 1.295x (folding) measured, 1.38x / 1.47x
-    predicted (329 (a))."""
+    """FP8 delayed scaling over BF16 at one layout (Table 2): 1.255x (MCore) / 1.295x (folding) measured, 1.34x / 1.43x
+    predicted at VPP 7 with fp32 gradient reduction (1.38x / 1.47x at VPP 1 with bf16: 329 (a); the fp32 reduce, the
+    same seconds in both precisions, takes a larger share of the shorter FP8 step: 331 (b))."""
     got = _got(run)
     for method in ("mcore", "folding"):
         fp8 = got[f"heldout_2027y_folding_t2_mixtral8x22b_{method}_fp8_gbs256_128gpu"]
         bf16 = got[f"heldout_2027y_folding_t2_mixtral8x22b_{method}_gbs256_128gpu"]
-        assert 1.2 < fp8[0] / bf16[0] < 1.35 and 1.08 < (fp8[1] / bf16[1]) / (fp8[0] / bf16[0]) < 1.18, method
+        assert 1.2 < fp8[0] / bf16[0] < 1.35 and 1.05 < (fp8[1] / bf16[1]) / (fp8[0] / bf16[0]) < 1.15, method
 
 
-def test_the_strong_scaling_falls_faster_than_measured(run):
-    """Global batch 1,024 over 128 -> 1,024 GPUs at a fixed layout: Mixtral's measured MFU keeps 0.86x (MCore) / 0.86x
-    (folding), the estimate's 0.72x: at 1,024 GPUs each pipeline runs 16 micro-batches, and the non-interleaved
-    bubble the rows assume (vpp not stated) stays 0.9 s while the compute falls to 2 s (329 (c))."""
+@pytest.mark.parametrize(("model", "lo_gpus", "measured_range", "predicted_range"), [
+    ("mixtral8x22b", 128, (0.84, 0.88), (0.86, 0.90)), ("qwen2_57b", 64, (0.80, 0.85), (0.82, 0.87))])
+def test_the_strong_scaling_is_reproduced(run, model, lo_gpus, measured_range, predicted_range):
+    """Global batch 1,024 up to 1,024 GPUs at a fixed layout: measured MFU kept 0.856x (MCore) / 0.860x (folding) for
+    Mixtral from 128 GPUs, 0.823x / 0.837x for Qwen2 from 64; at VPP 7 (a bubble of 7 / 7 or 3 / 7 of a micro-batch)
+    with Megatron-LM's fp32 gradient reduction the estimate keeps 0.878x / 0.874x and 0.853x / 0.839x (at VPP 1 with
+    bf16 gradients 0.72x / 0.72x and 0.72x / 0.71x: 329 (c), 331)."""
     got = _got(run)
     for method in ("mcore", "folding"):
-        lo = got[f"heldout_2027y_folding_t4_mixtral8x22b_{method}_gbs1024_128gpu"]
-        hi = got[f"heldout_2027y_folding_t4_mixtral8x22b_{method}_gbs1024_1024gpu"]
+        lo = got[f"heldout_2027y_folding_t4_{model}_{method}_gbs1024_{lo_gpus}gpu"]
+        hi = got[f"heldout_2027y_folding_t4_{model}_{method}_gbs1024_1024gpu"]
         measured, predicted = hi[0] / lo[0], hi[1] / lo[1]
-        assert 0.84 < measured < 0.88 and 0.68 < predicted < 0.77, (method, measured, predicted)
+        assert measured_range[0] < measured < measured_range[1], (method, measured)
+        assert predicted_range[0] < predicted < predicted_range[1], (method, predicted)
 
 
 def test_the_gb200_rows_are_the_readmes_figures():
