@@ -3,7 +3,7 @@ CPU is enough: the ops and tensor sizes are the device's). Each chain runs forwa
 dispatch mode that adds every op's tensor inputs and outputs (views and allocations move nothing), and prints the
 bytes per element beside what the estimate charges: the chains' own constants (perf_constants.yaml gemm.*_bytes,
 eager_bytes_per_element, eager_swiglu_backward_bytes, eager_backward_bytes_per_element, the styles' rope_eager_bytes
-and rope_eager_backward_bytes). Counted on PyTorch 2.13.0 (CPU). docs/known-gaps.md 300 (a), (d), 304 (a).
+and rope_eager_backward_bytes). Counted on PyTorch 2.13.0 (CPU). docs/known-gaps.md 300 (a), (d), 304 (a), 339 (a).
 
     python benchmarks/eager_chain_bytes.py
 """
@@ -133,6 +133,14 @@ def hf_swiglu(gate, up):
     return torch.nn.functional.silu(gate) * up
 
 
+def nemo2_squared_relu(x):
+    """NVIDIA/NeMo nemo/collections/llm/fn/activation.py squared_relu at b4148d21 (undecorated; NemotronConfig's
+    activation_func, called eagerly by Megatron-Core MLP.forward): per intermediate element."""
+    import torch  # noqa: PLC0415
+
+    return torch.pow(torch.nn.functional.relu(x), 2)
+
+
 def hf_rope(q, cos, sin):
     """transformers apply_rotary_pos_emb (cos / sin in the activations' dtype, broadcast over heads): per q element."""
     return (q * cos) + (_rotate_half(q) * sin)
@@ -199,6 +207,8 @@ def chains() -> list[Chain]:
               (eb["rmsnorm"], ebb["rmsnorm"]), "eager_bytes_per_element.rmsnorm, eager_backward_bytes_per_element"),
         Chain("hf eager SwiGLU", lambda: (grad(n, w), grad(n, w)), hf_swiglu, n * w,
               (eb["swiglu"], sw["products"] + sw["silu"]), "eager_bytes_per_element.swiglu, eager_swiglu_backward_bytes"),
+        Chain("nemo 2 eager squared ReLU", lambda: (grad(n, w),), nemo2_squared_relu, n * w,
+              (eb["relu2"], ebb["relu2"]), "eager_bytes_per_element.relu2, eager_backward_bytes_per_element"),
         Chain("hf eager RoPE", lambda: (grad(b, heads, s, d), torch.randn(b, 1, s, d, dtype=bf),
                                         torch.randn(b, 1, s, d, dtype=bf)), hf_rope, b * heads * s * d,
               (hf.rope_eager_bytes, hf.rope_eager_backward_bytes), "frameworks.hf rope_eager_(backward_)bytes"),

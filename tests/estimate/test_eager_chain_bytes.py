@@ -21,7 +21,7 @@ def table():
 
 @pytest.mark.parametrize("name", ["megatron-core clamp-and-cat (gpt-oss)", "megatron-core fc2 bias x probs (bf16)",
                                   "hf eager SwiGLU", "hf / torchtitan / torchtune RMSNorm", "hf eager RoPE",
-                                  "torchtitan / hf gpt-oss clamped SwiGLU"])
+                                  "torchtitan / hf gpt-oss clamped SwiGLU", "nemo 2 eager squared ReLU"])
 def test_the_constants_that_count_a_chain_hold_its_bytes(table, name):
     chain, fwd, bwd = table[name]
     assert fwd == pytest.approx(chain.charged[0], abs=0.5)
@@ -59,3 +59,14 @@ def test_a_zero_filled_output_is_written_twice():
         torch.ops.aten.slice_backward(grad, [4, 6], 1, 0, 3, 1)
     ((name, read, written),) = mode.ops
     assert (name, read, written) == ("slice_backward", 24, 2 * 48)
+
+
+def test_the_eager_squared_relu_is_two_kernels_forward_and_four_backward():
+    """NeMo 2's torch.pow(F.relu(x), 2) (known-gaps 339 (a)): relu and pow forward (8 B an element, twice the fused
+    4), pow's backward as autograd writes it (a copy for x.pow(1), two products) and relu's threshold_backward: 20 B,
+    4 more than twice the forward, which step_time._eager_chain_backward_time charges."""
+    chain = next(c for c in ecb.chains() if c.name == "nemo 2 eager squared ReLU")
+    fwd, bwd, f_ops, b_ops = ecb.count(chain.make, chain.run, chain.elements)
+    assert [op for op, _, _ in f_ops] == ["relu", "pow"]
+    assert sorted(op for op, _, _ in b_ops) == sorted(["pow", "mul", "mul", "threshold_backward"])
+    assert bwd - 2.0 * fwd == pytest.approx(4.0)

@@ -119,13 +119,13 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
     """HBM traffic of a decoder layer's element-wise work run as eager PyTorch ops, relative to the fused count of
     `layer_times` (2 B per element read or written: norms 4h, residual adds and masks 7h, RoPE 2 (q + k + v),
     activation `act_elems_per_inner` x ffn elements). Eager: an RMSNorm streams eager_bytes["rmsnorm"] per
-    element, a SwiGLU eager_bytes["swiglu"] per ffn element, RoPE `rope_bytes` per element of q and k (v has
-    none); LayerNorm and GeLU are one kernel either way; residual adds are the same. Counted per op from the
+    element, a SwiGLU eager_bytes["swiglu"] per ffn element (a squared ReLU eager_bytes["relu2"]), RoPE
+    `rope_bytes` per element of q and k (v has none); LayerNorm and GeLU are one kernel either way; residual adds are the same. Counted per op from the
     model code (perf_constants.yaml gemm.eager_bytes_per_element), arrays of `rope_bytes` allowed.
     `norm_kernel` (strategy.norm_kernel): "fused" charges the two norms the fused count (one kernel: torchtitan's
     fused_rmsnorm, Liger, Apex / TE), "eager" the eager count; None = eager unless `fused_rest`, where the
     framework's own kernels fuse RoPE, the activation and the norms (TE / Apex). `act_kernel`
-    (strategy.activation_kernel) decides the SwiGLU the same way: "eager" its eager bytes under fused kernels too
+    (strategy.activation_kernel) decides the SwiGLU (and squared ReLU) the same way: "eager" its eager bytes under fused kernels too
     (nanotron: fused RMSNorm and rotary, F.silu then the product), "fused" the fused count in an eager run;
     `rope_kernel` (strategy.rope_kernel) RoPE likewise (NeMo AutoModel's TE fused RoPE in an uncompiled run)."""
     shapes = ModelShapes.of(model)
@@ -133,9 +133,20 @@ def eager_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], r
     common, fused_common = _norm_residual_rope_bytes(model, shapes, eager_bytes, rope_bytes, norm_kernel, fused_rest,
                                                      rope_kernel)
     fused_act = 2.0 * shapes.act_elems_per_inner * ffn
-    act = _eager_swiglu_bytes(model, eager_bytes) * ffn if model.mlp == "swiglu" and _runs_eager(act_kernel, fused_rest) \
+    act = _eager_act_bytes(model, eager_bytes) * ffn if model.mlp in EAGER_ACT_MLPS and _runs_eager(act_kernel, fused_rest) \
         else fused_act
     return (common + act) / (fused_common + fused_act)
+
+
+# MLP activations whose eager form is more than one kernel (GeLU is one either way): SwiGLU; the squared ReLU
+# torch.pow(F.relu(x), 2) (perf_constants.yaml gemm.eager_bytes_per_element relu2)
+EAGER_ACT_MLPS = ("swiglu", "relu2")
+
+
+def _eager_act_bytes(model: ModelArch, eager_bytes: dict[str, float]) -> float:
+    """Forward HBM bytes per inner element of a dense MLP's eager activation: the squared ReLU's relu then pow
+    (eager_bytes["relu2"]), else the SwiGLU's (`_eager_swiglu_bytes`)."""
+    return eager_bytes["relu2"] if model.mlp == "relu2" else _eager_swiglu_bytes(model, eager_bytes)
 
 
 def moe_elementwise_traffic(model: ModelArch, eager_bytes: dict[str, float], rope_bytes: Any,

@@ -2086,7 +2086,8 @@ def _eager_chain_backward_time(x: _Step) -> Any:
     rope_eager_backward_bytes; docs/known-gaps.md 304 (a)): the eager RMSNorms over this GPU's share of the hidden
     rows (and qk-norm over its q and k heads), RoPE over its q and k heads of the attention layers (MLA left at the
     rule), a clamped SwiGLU over the routed slots' inner elements where the routed activation runs eager (gpt-oss on
-    torchtitan / HF). Fused or compiled chains: nothing."""
+    torchtitan / HF), a dense model's squared ReLU over this GPU's share of the MLP's inner width where it runs eager
+    (NeMo 2's Nemotron: strategy.activation_kernel eager). Fused or compiled chains: nothing."""
     m, fw = x.model, x.fw
     b, f = x.k.eager_backward_bytes_per_element, x.k.eager_bytes_per_element
     qk = (m.q_dim + m.kv_dim) / x.t
@@ -2098,6 +2099,9 @@ def _eager_chain_backward_time(x: _Step) -> Any:
         diff = (np.asarray(fw.rope_eager_backward_bytes, float) - 2.0 * np.asarray(fw.rope_eager_bytes, float))
         rope = qk * m.attention_layers / m.layers * m.rotary_fraction * diff
         per_tok = per_tok + np.where(_eager_kernel(x, fw.rope_kernel), rope, 0.0)
+    if m.mlp == "relu2" and not m.is_moe and m.dense_mlp_layers > 0:  # the dense MLPs' eager squared ReLU
+        relu2 = m.ffn / x.t * m.dense_mlp_layers / m.layers * (b["relu2"] - 2.0 * f["relu2"])
+        per_tok = per_tok + np.where(_eager_kernel(x, fw.activation_kernel), relu2, 0.0)
     nbytes = x.tok * per_tok
     passes = _moe_passes(x) if m.activation_clamp else None
     if passes is not None:

@@ -522,7 +522,8 @@ class StrategySpec(_Strict):
     # plan); false = a whole copy on every TP rank (KempnerForge's tensor_parallel.py leaves it replicated), sharded by
     # FSDP alone; null = the style's (every style: split)
     embedding_parallel: bool | None = None
-    # MLP activation kernel (SwiGLU): fused (TE / Apex / compile) | eager (F.silu then the product: nanotron);
+    # MLP activation kernel (SwiGLU, squared ReLU): fused (TE / Apex / compile) | eager (F.silu then the product:
+    # nanotron; NeMo 2's Nemotron torch.pow(F.relu(x), 2));
     # null = the style's
     activation_kernel: ActivationKernel | None = None
     # RoPE kernel: fused (TE's fused apply_rotary_pos_emb: NeMo AutoModel rope_fusion true, Megatron-Core
