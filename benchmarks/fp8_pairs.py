@@ -29,6 +29,7 @@ Run: python benchmarks/fp8_pairs.py
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,32 +148,43 @@ def torchtitan_pairs() -> list[Pair]:
     return out
 
 
-def heldout_pairs() -> list[Pair]:
-    """perf_heldout: rows of one source that differ only in the precision (PH.precision_pairs' rule), each on its
-    row's catalog overlay (torchtitan's 500 W H100 96 GB)."""
-    models = yaml.safe_load(PH.MODELS.read_text(encoding="utf-8"))
+def _on_overlay(job_of) -> Callable[[dict], tuple]:
+    """A row's scenario on its row's catalog overlay, each overlay's catalog loaded once."""
     catalogs: dict[str, Any] = {}
 
     def scenario(x: dict) -> tuple:
-        overlay = x["overlay"]
+        overlay = x.get("overlay", "")
         if overlay not in catalogs:
             catalogs[overlay] = load_catalog([PH.DATA / overlay] if overlay else [])
-        return _sc(resolve_job(PH.job_of(x, models), catalogs[overlay]))
+        return _sc(resolve_job(job_of(x), catalogs[overlay]))
+    return scenario
 
-    rows = [r for r in PH.rows() if r["metric"] not in PH.MEMORY_METRICS]
+
+def _precision_twins(rows: list[dict], extra_key: Callable[[str], Any], same_metric: bool):
+    """(bf16 row, fp8 row) of one source that differ only in the precision (PH.precision_pairs' rule: same model,
+    GPUs, layout and accelerator; the strategy_extra equal once `extra_key` drops the FP8-only settings)."""
     keys = [k for k in PH.LAYOUT if k not in ("precision", "strategy_extra")] + ["accelerator", "source_key"]
-    out = []
     for r in rows:
         if r["precision"] != "fp8":
             continue
         for t in rows:
-            if t["precision"] != "bf16" or t["metric"] != r["metric"] or any(r[k] != t[k] for k in keys) or \
-                    PH._without_fp8_extra(r["strategy_extra"]) != PH._without_fp8_extra(t["strategy_extra"]):
-                continue
-            step_metric = r["metric"] == "step_time_s"
-            sides = [Side(scenario(x), float(x["value"]), step_metric) for x in (t, r)]
-            out.append(Pair(f"{r['source_key']} FP8 / BF16", r["id"], False, *sides,
-                            PH._rate(float(t["value"]), float(r["value"]), r["metric"])))
+            if t["precision"] == "bf16" and (not same_metric or t["metric"] == r["metric"]) and \
+                    all(r[k] == t[k] for k in keys) and extra_key(r["strategy_extra"]) == extra_key(t["strategy_extra"]):
+                yield t, r
+
+
+def heldout_pairs() -> list[Pair]:
+    """perf_heldout: rows of one source that differ only in the precision (PH.precision_pairs' rule), each on its
+    row's catalog overlay (torchtitan's 500 W H100 96 GB)."""
+    models = yaml.safe_load(PH.MODELS.read_text(encoding="utf-8"))
+    scenario = _on_overlay(lambda x: PH.job_of(x, models))
+    rows = [r for r in PH.rows() if r["metric"] not in PH.MEMORY_METRICS]
+    out = []
+    for t, r in _precision_twins(rows, PH._without_fp8_extra, same_metric=True):
+        step_metric = r["metric"] == "step_time_s"
+        sides = [Side(scenario(x), float(x["value"]), step_metric) for x in (t, r)]
+        out.append(Pair(f"{r['source_key']} FP8 / BF16", r["id"], False, *sides,
+                        PH._rate(float(t["value"]), float(r["value"]), r["metric"])))
     return out
 
 
@@ -180,31 +192,17 @@ def batch_pairs(label: str, batch: PH.Batch) -> list[Pair]:
     """A held-out batch's rows that differ only in the precision (PH.precision_pairs' rule: same model, GPUs, layout,
     accelerator and source, the FP8-only settings aside), each on its row's catalog overlay, grouped by the source and
     whether the model routes experts: `label` then "MoE" or "dense" (docs/known-gaps.md 332)."""
-    catalogs: dict[str, Any] = {}
-
-    def scenario(x: dict) -> tuple:
-        overlay = x.get("overlay", "")
-        if overlay not in catalogs:
-            catalogs[overlay] = load_catalog([PH.DATA / overlay] if overlay else [])
-        return _sc(resolve_job(batch.job(x), catalogs[overlay]))
-
+    scenario = _on_overlay(batch.job)
     rows = [r for r in batch.rows() if r["metric"] not in PH.MEMORY_METRICS and not r.get("refused")]
-    keys = [k for k in PH.LAYOUT if k not in ("precision", "strategy_extra")] + ["accelerator", "source_key"]
     out = []
-    for r in rows:
-        if r["precision"] != "fp8":
-            continue
-        for t in rows:
-            if t["precision"] != "bf16" or any(r[k] != t[k] for k in keys) or \
-                    _recipe_free(r["strategy_extra"]) != _recipe_free(t["strategy_extra"]):
-                continue
-            step_metric = r["metric"] == "step_time_s"
-            # the MFU / TFLOP/s rows count model FLOPs the split's tokens/s does not: the pair's ratio only
-            ratio_only = r["metric"] in H77.MOE_METRICS
-            sides = [Side(scenario(x), None if ratio_only else float(x["value"]), step_metric) for x in (t, r)]
-            kind = "MoE" if sides[0].scenario[0].is_moe else "dense"
-            out.append(Pair(f"{label} {kind} FP8 / BF16", r["id"], False, *sides,
-                            PH._rate(float(t["value"]), float(r["value"]), r["metric"])))
+    for t, r in _precision_twins(rows, _recipe_free, same_metric=False):
+        step_metric = r["metric"] == "step_time_s"
+        # the MFU / TFLOP/s rows count model FLOPs the split's tokens/s does not: the pair's ratio only
+        ratio_only = r["metric"] in H77.MOE_METRICS
+        sides = [Side(scenario(x), None if ratio_only else float(x["value"]), step_metric) for x in (t, r)]
+        kind = "MoE" if sides[0].scenario[0].is_moe else "dense"
+        out.append(Pair(f"{label} {kind} FP8 / BF16", r["id"], False, *sides,
+                        PH._rate(float(t["value"]), float(r["value"]), r["metric"])))
     return out
 
 
