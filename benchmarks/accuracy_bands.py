@@ -202,6 +202,7 @@ def collect() -> list[Row]:
     import perf_heldout76 as h76
     import perf_heldout77 as h77
     import perf_heldout78 as h78
+    import perf_heldout79 as h79
     import perf_hybrid
     import perf_mbridge26 as mb
     import perf_mlperf
@@ -295,6 +296,7 @@ def collect() -> list[Row]:
     out += _case_style("perf_heldout64", h64.cases(), h64.rows(), h64.job)
     out += _heldout_style("perf_heldout64", h64.xtuner_run(), h64.xtuner_models())
     out += _case_style("perf_heldout66", h66.cases(), h66.rows(), h66.job)
+    out += _case_style("perf_heldout79", h79.cases(), h79.rows(), h79.job)
     pf_rows = list(csv.DictReader(pf.DATA.open(encoding="utf-8")))
     out += _tokens_style("perf_finetune", [(rid, "", m, p) for rid, m, p in pf.cases()], pf_rows, pf.job)
     cat = load_catalog()
