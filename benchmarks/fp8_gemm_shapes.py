@@ -67,6 +67,18 @@ from trainsizer.scenario import resolve_job
 
 DATA = Path(__file__).resolve().parent / "data" / "fp8_gemm_shapes.csv"
 GROUPED = Path(__file__).resolve().parent / "data" / "fp8_grouped_gemm_h800.csv"
+GROUPED_H100 = Path(__file__).resolve().parent / "data" / "fp8_grouped_gemm_h100.csv"
+# The routed-expert GEMMs of the H100 MoE FP8 / BF16 pairs whose FP8 gain the estimate over-predicts (benchmarks/
+# fp8_pairs.py moe_pairs; docs/known-gaps.md 332, 342) beside Grok-1's (GROK_EXPERTS): (pair, rows a local expert,
+# hidden, expert FFN, expert TP), the rows as compute._moe_layer counts them from the rows' layouts (balanced at
+# capacity 1.0): v25.05 Maverick TP 4 = ETP 4, EP 128, top-1 (8,192 tokens, one local expert); the Folding paper's
+# Mixtral 8x22B, MCore TP 2 = ETP 2 with EP 4 (4,096 tokens x 2 over 2 local experts) and Folding ETP 1 with EP 8
+# (each TP rank's 2,048 tokens x 2 to one expert).
+MOE_EXPERTS = (("v25.05 Maverick 512 GPUs (ETP 4)", 8192, 5120, 8192, 4),
+               ("Folding Mixtral 8x22B MCore (ETP 2)", 4096, 6144, 16384, 2),
+               ("Folding Mixtral 8x22B Folding (ETP 1)", 4096, 6144, 16384, 1),
+               ("v24.11 Grok-1 8 GPUs (ETP 4)", 2048, 6144, 32768, 4),
+               ("v25.05 Grok-1 512 GPUs (ETP 1)", 2048, 6144, 32768, 1))
 # Grok-1's routed-expert GEMMs on one H100 (hidden 6,144, expert FFN 32,768, gate + up fused; top-2 of 8, balanced at
 # capacity 1.0): (row, tokens a local expert, expert TP) of the dgxc rows whose FP8 / BF16 step is over-predicted --
 # v24.11 ETP = TP 4, so each rank's expert shards take the TP group's tokens: EP 2 (4,096 tokens x 2 over 4 local
@@ -218,6 +230,40 @@ def fp8_peak_share(r: dict[str, str], recipe: str | None = None) -> float:
     return 2.0 * g * m * n * k / t / 1e12 / peak
 
 
+def grouped_h100_rows() -> list[dict[str, str]]:
+    return list(csv.DictReader(GROUPED_H100.open(encoding="utf-8")))
+
+
+def group_rows(r: dict[str, str]) -> list[float]:
+    """Rows of each group of a grouped-GEMM row: its printed splits, else `total_m` balanced over `groups`."""
+    if r["splits"]:
+        return [float(x) for x in r["splits"].split(";")]
+    return [float(r["total_m"]) / float(r["groups"])] * int(r["groups"])
+
+
+def grouped_ms(r: dict[str, str], recipe: str | None) -> float:
+    """The model's milliseconds of a grouped-GEMM row: each group's (rows x k)(k x n) GEMM on the soft roofline at the
+    part's bf16 rates (`recipe` None) or the FP8 recipe's, one kernel launch for the group (one grouped kernel)."""
+    rt = part_rates(r["part"], recipe)
+    k, n = float(r["k"]), float(r["n"])
+    t = sum(float(compute.gemm_time(m, n, k, rt, fixed=False)) for m in group_rows(r)) + rt.kernel_fixed_s
+    return t * 1e3
+
+
+def grouped_ratio(r: dict[str, str]) -> tuple[float, float]:
+    """(measured, modelled) BF16 / FP8 time of a grouped-GEMM row, the FP8 side at torchao's row-scaled recipe (the
+    estimate's rowwise: the per-tensor GEMM rate, perf_constants.yaml fp8.recipes.rowwise)."""
+    return float(r["bf16_ms"]) / float(r["fp8_ms"]), grouped_ms(r, None) / grouped_ms(r, "rowwise")
+
+
+def expert_layer_gemms(rows: int, hidden: int, ffn: int, etp: int) -> list[tuple[float, float, float]]:
+    """(M, K, N) of a routed expert's six GEMMs on one GPU: up (gate + up fused) and down forwards over `rows`, their
+    dgrads and wgrads as TE's compute_gemm_shapes derives them (layer_gemms)."""
+    m, h, f = float(rows), float(hidden), float(ffn) / etp
+    fprop = [(m, h, 2.0 * f), (m, f, h)]
+    return fprop + [(a, n, k) for a, k, n in fprop] + [(k, a, n) for a, k, n in fprop]
+
+
 def expert_gemms(tokens: int, etp: int) -> list[tuple[float, float, float]]:
     """(M, K, N) of Grok-1's routed-expert forward GEMMs on one GPU: up (gate + up fused) and down, split over `etp`."""
     h, f = 6144.0, 32768.0
@@ -263,6 +309,22 @@ def main() -> None:
         what = f"{r['kernel']} {r['groups']} x {r['m']}x{r['k']}x{r['n']}"
         print(f"  {what:37} measured {fp8_peak_share(r):.3f}  model per-tensor {fp8_peak_share(r, 'delayed'):.3f}"
               f"  block-scaled {fp8_peak_share(r, 'blockwise'):.3f}")
+    print("BF16 / FP8 time of grouped GEMMs on H100 at Llama 4 Scout's expert shapes: torchao's kernels alone "
+          "(benchmarks/data/fp8_grouped_gemm_h100.csv) vs the model (docs/known-gaps.md 342)")
+    for r in grouped_h100_rows():
+        meas, model = grouped_ratio(r)
+        rows_ = group_rows(r)
+        what = f"{r['groups']} x {r['total_m']}x{r['k']}x{r['n']}"
+        print(f"  {what:22} rows a group {min(rows_):5.0f}-{max(rows_):5.0f}  measured {meas:.3f}  model {model:.3f}"
+              f"  err {100 * (model / meas - 1):+5.1f}%")
+    print("the model's BF16 / FP8 time of the over-predicted MoE pairs' routed-expert GEMMs (H100 SXM, forward + dgrad + "
+          "wgrad, kernels alone):")
+    for name, rows_, h, f, etp in MOE_EXPERTS:
+        gemms = expert_layer_gemms(rows_, h, f, etp)
+        ratio = model_ms(gemms, part_rates("h100-sxm-80gb", None), "prequant") / model_ms(
+            gemms, part_rates("h100-sxm-80gb", "delayed"), "prequant")
+        print(f"  {name:38} {rows_:>5} rows a local expert  smallest K {min(k for _, k, _ in gemms):>6,.0f}"
+              f"  model {ratio:.3f}")
     print("the model's FP8 / BF16 time of Grok-1's routed-expert GEMMs (H100 SXM, forward + dgrad + wgrad, casts "
           "included) beside the measured FP8 / BF16 step:")
     for name, tokens, etp, step in GROK_EXPERTS:
