@@ -244,6 +244,7 @@ def collect() -> list[Row]:
     out += _heldout_style("perf_heldout76", h76.run_all(), h76.models())
     out += _heldout_style("perf_heldout77", h77.run_all(), h77.models())
     out += _heldout_style("perf_heldout78", h78.run_all(), h78.models())
+    out += _heldout_style("perf_heldout79", h79.titan_run(), h79.titan_models())
     out += _heldout_style("perf_heldout68", h68.run_all(), h68.models())
     out += _heldout_style("perf_heldout62", h62.run_all(), h62.models())
     out += _tokens_style("perf_heldout26", h26.cases(), h26.rows(), mb.job)
