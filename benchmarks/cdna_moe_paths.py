@@ -19,6 +19,16 @@ Printed:
    the same part, as the estimate times them (AITER's assembly backward, strategy.aiter_mla_bwd_asm true, and CK's
    padded tile, false) against the kernel times of AMD's own Primus traces (AMD-AGI/TraceLens issue 536, 2026-03-17:
    DeepSeek-V2-Lite aiter::mha_bwd 2,345 ms over aiter::fmha_v3_fwd 335 ms; Llama3-70B 5,903 over 1,178).
+5. The per-kernel fixed cost (gemm.kernel_fixed_s, 4 us: a CUDA launch-to-launch figure, no AMD one is held) as a
+   what-if: each row's signed error with it at 4 / 8 / 16 us on these parts, and the class's MAPE (docs/known-gaps.md
+   346 (b)): a per-kernel gap a source might put higher on ROCm moves the unfused rows a few points and the fused
+   rows, already slow, further slow.
+6. The same model on the same part under two stacks (docs/known-gaps.md 308 (d) (b), 346 (c)): perf_heldout70's
+   TorchTitan DeepSeek-V3 16B (the Lite shape) on 8 MI355X against the Megatron Lite micro-batch-8 row, per token
+   and GPU (us): the estimate's decoder-layer forward and backward, their attention parts, the all-to-all, the step,
+   and the measured step; then the Megatron row with its attention backward at the TorchTitan path's time a token
+   (torch SDPA's measured backward on MI355X, attention.sdpa_rocm): the pair's speed ratio, estimated either way,
+   against the measured one.
 
 Run: python benchmarks/cdna_moe_paths.py
 """
@@ -48,6 +58,9 @@ ARCH = {"mi300x": "gfx942", "mi325x": "gfx942", "mi350x": "gfx950", "mi355x": "g
 # d_v 128) and a Llama3-70B run (d 128). The runs' part, image and batch are not stated.
 TRACE_ATTENTION_MS = {"deepseek-v2-lite": (2345.0, 335.0), "llama3-70b": (5903.0, 1178.0)}
 LITE_ROW = "primus_2025-12_mi355x_dsv2lite_mbs8_baseline_8gpu"
+# perf_heldout70 (1): Primus's TorchTitan DeepSeek-V3 16B (the DeepSeek-V2-Lite shape) on 8 MI355X, no recompute
+TITAN_ROW = "primus_titan_2026-07_mi355x_dsv3_16b_bf16_lbs9_8gpu"
+KERNEL_FIXED_S = (4e-6, 8e-6, 16e-6)  # the what-if's per-kernel fixed costs (s); the shipped figure first
 D128_MODEL = "llama-3.1-8b"  # a head-dim-128 model run at the Lite row's layout: only its head dims are read here
 
 
@@ -194,6 +207,56 @@ def attention_check() -> dict[str, float]:
             "est_pad_over_d128": pad / d128, "trace_lite": lite, "trace_llama": llama, "trace_ratio": lite / llama}
 
 
+def step_at_kernel_fixed(row: dict[str, str], fixed_s: float) -> float:
+    """The estimate's step (s) for the row's job with every kernel's fixed cost (gemm.kernel_fixed_s) at `fixed_s`."""
+    sc = scenario_of(row)
+    k = dataclasses.replace(load_constants(), kernel_fixed_s=fixed_s)
+    arrays = st.step_time_arrays(sc.model, sc.training, sc.system, sc.strategy, constants=k)
+    return float(np.asarray(arrays["step_s"]).reshape(-1)[0])
+
+
+def kernel_gap_lines(run: ph.Run) -> list[tuple[str, str, list[float]]]:
+    """(row id, permutation path, signed error at each KERNEL_FIXED_S): both metrics are a fixed amount of work over
+    the step, so a row's prediction scales with the estimate's step at the shipped cost over the step at the other."""
+    out = []
+    for c, res, r in run:
+        base = float(res["time"]["step_s"])
+        out.append((r["id"], permute_path(r), [(1.0 + c.err) * base / step_at_kernel_fixed(r, v) - 1.0
+                                               for v in KERNEL_FIXED_S]))
+    return out
+
+
+def kernel_gap_mapes(lines: list[tuple[str, str, list[float]]]) -> list[float]:
+    """The class's MAPE (%) at each KERNEL_FIXED_S."""
+    return [100.0 * float(np.mean([abs(errs[i]) for _, _, errs in lines])) for i in range(len(KERNEL_FIXED_S))]
+
+
+def per_token_terms(c: Case, res: dict[str, Any], row: dict[str, str]) -> dict[str, float]:
+    """The row's estimate per token and GPU (us): the decoder layers' forward and backward (one average layer and
+    micro-batch x layers over the micro-batch's tokens), their attention parts, the all-to-all, the step, and the
+    measured step (the estimate's x predicted / measured)."""
+    sc = scenario_of(row)
+    lt, _ = st._layer_time(st._step(sc.model, sc.training, sc.system, sc.strategy, None, None, None))
+    per = sc.model.layers / (int(row["micro_batch"]) * int(row["seq_len"])) * 1e6
+    tokens = int(row["global_batch_seqs"]) * int(row["seq_len"]) / int(row["gpu_count"]) / 1e6
+    step = float(res["time"]["step_s"])
+    out = {k: float(np.asarray(getattr(lt, k)).reshape(-1)[0]) * per for k in ("fwd", "bwd", "attn_fwd", "attn_bwd")}
+    return dict(out, ep=float(res["time"]["breakdown_s"]["ep_comm"]) / tokens, step=step / tokens,
+                measured=step * c.predicted / c.measured / tokens)
+
+
+def lite_pair() -> dict[str, Any]:
+    """The TorchTitan / Megatron pair's per-token terms, the measured and estimated Megatron-over-TorchTitan speed,
+    and the estimate's with the Megatron row's attention backward at the TorchTitan path's time a token."""
+    got = {r["id"]: (c, res, r) for c, res, r in p70.BATCH.estimate([r for r in p70.rows() if r["id"] == TITAN_ROW])}
+    got.update({r["id"]: (c, res, r) for c, res, r in p30.BATCH.estimate([r for r in p30.rows() if r["id"] == LITE_ROW])})
+    titan, mega = per_token_terms(*got[TITAN_ROW]), per_token_terms(*got[LITE_ROW])
+    swapped = mega["step"] + titan["attn_bwd"] - mega["attn_bwd"]
+    return {"titan": titan, "megatron": mega, "measured_speed": titan["measured"] / mega["measured"],
+            "estimated_speed": titan["step"] / mega["step"], "swapped_speed": titan["step"] / swapped,
+            "swapped_err": mega["measured"] / swapped - 1.0}
+
+
 def main() -> None:
     run = class_run()
     print(f"megatron/moe/cdna time rows ({len(run)}): signed %, permutation path, architecture, month, measured step "
@@ -217,6 +280,22 @@ def main() -> None:
           f"head dim 128 at the same layout {a['d128']:.2f}")
     print(f"  Lite over d128: estimate {a['est_asm_over_d128']:.2f} (assembly) / {a['est_pad_over_d128']:.2f} (padded); "
           f"traces {a['trace_lite']:.2f} / {a['trace_llama']:.2f} = {a['trace_ratio']:.2f}")
+    gap = kernel_gap_lines(run)
+    print("the per-kernel fixed cost (gemm.kernel_fixed_s) as a what-if on these parts: signed % at "
+          + " / ".join(f"{v * 1e6:.0f}" for v in KERNEL_FIXED_S) + " us (docs/known-gaps.md 346 (b))")
+    for rid, path, errs in sorted(gap, key=lambda t: (t[1], t[2][0])):
+        print(f"  {rid:62s} {path:7s} " + " / ".join(f"{100 * e:+6.1f}" for e in errs))
+    print("  class MAPE " + " / ".join(f"{m:.1f}%" for m in kernel_gap_mapes(gap)))
+    p = lite_pair()
+    print("DeepSeek-V2-Lite's shape on 8 MI355X under two stacks, per token and GPU (us): decoder layers forward / "
+          "backward (attention forward / backward in them), all-to-all, step, measured step (docs/known-gaps.md 346 (c))")
+    for name in ("titan", "megatron"):
+        t = p[name]
+        print(f"  {name:8s} layers {t['fwd']:5.2f} / {t['bwd']:5.2f} (attention {t['attn_fwd']:4.2f} / "
+              f"{t['attn_bwd']:4.2f})  all-to-all {t['ep']:4.2f}  step {t['step']:5.2f}  measured {t['measured']:5.2f}")
+    print(f"  Megatron over TorchTitan, speed a token: measured {p['measured_speed']:.3f}, estimated "
+          f"{p['estimated_speed']:.3f}; with the Megatron row's attention backward at the TorchTitan path's time "
+          f"{p['swapped_speed']:.3f} (the Megatron row {100 * p['swapped_err']:+.1f}%)")
 
 
 if __name__ == "__main__":

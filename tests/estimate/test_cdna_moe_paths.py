@@ -169,3 +169,42 @@ def test_forced_balance_map_ops_recorded_with_torch():
     assert len(kernels) == compute.KERNELS["moe_router_round_robin_fwd"]
     assert routing_map.sum(dim=1).tolist() == [topk] * tokens
     assert routing_map.sum(dim=0).tolist() == [tokens * topk // experts] * experts
+
+
+@pytest.fixture(scope="module")
+def gap(run):
+    return {rid: (path, errs) for rid, path, errs in cmp.kernel_gap_lines(run)}
+
+
+def test_kernel_gap_what_if_starts_at_the_shipped_figure(run, gap):
+    """The what-if's first value is the shipped gemm.kernel_fixed_s: each row's error there is its error as estimated."""
+    assert cmp.KERNEL_FIXED_S[0] == cmp.load_constants().kernel_fixed_s
+    for c, _, r in run:
+        assert gap[r["id"]][1][0] == pytest.approx(c.err, abs=1e-9)
+
+
+def test_kernel_gap_cannot_close_the_class(gap):
+    """docs/known-gaps.md 346 (b): a per-kernel fixed cost on these parts at 2x / 4x the CUDA figure lowers every row's
+    error (each kernel costs more), moves the fused 2026-08 Qwen3 rows, already predicted slow, further slow, and
+    leaves the class far from closed: the micro-batch-1 row stays above +80% and the class MAPE above 25%."""
+    for _path, errs in gap.values():
+        assert errs[0] > errs[1] > errs[2]
+    qwen = [errs for rid, (_p, errs) in gap.items() if "qwen3" in rid]
+    assert len(qwen) == 4 and all(e[0] < 0 and e[2] < e[0] for e in qwen)
+    assert gap["primus_2025-12_mi355x_dsv2lite_mbs1_baseline_8gpu"][1][2] > 0.80
+    mapes = cmp.kernel_gap_mapes(list((rid, p, e) for rid, (p, e) in gap.items()))
+    assert mapes[0] > mapes[2] > 25.0
+
+
+def test_lite_pair_gap_is_the_attention_backward():
+    """docs/known-gaps.md 346 (c): on the same model and part, the estimate puts Megatron's Lite row 1.2x+ faster a
+    token than TorchTitan's where the runs are 1.08x apart; the two paths' attention backward a token differs by more
+    than half their whole backward difference, and with the Megatron row's attention backward at the TorchTitan
+    path's time the estimated ratio lands within 0.03 of the measured one."""
+    p = cmp.lite_pair()
+    t, m = p["titan"], p["megatron"]
+    assert p["measured_speed"] == pytest.approx(1.084, abs=0.01)
+    assert p["estimated_speed"] > 1.2
+    assert t["attn_bwd"] - m["attn_bwd"] > 0.5 * (t["bwd"] - m["bwd"]) > 0
+    assert abs(t["fwd"] - m["fwd"]) < 0.1 * m["fwd"] and t["ep"] == pytest.approx(m["ep"], rel=0.05)
+    assert p["swapped_speed"] == pytest.approx(p["measured_speed"], abs=0.03)
