@@ -29,6 +29,8 @@ Printed:
    and the measured step; then the Megatron row with its attention backward at the TorchTitan path's time a token
    (torch SDPA's measured backward on MI355X, attention.sdpa_rocm): the pair's speed ratio, estimated either way,
    against the measured one.
+7. The unfused gfx950 rows with their MLA backward on CK's tile kernel (a what-if for docs/known-gaps.md 346 (c)):
+   strategy.aiter_mla_bwd_asm false (the 256 pad, 195 (b)), then that pad at CK's own rate (CK_RATE_OVER_NATIVE).
 
 Run: python benchmarks/cdna_moe_paths.py
 """
@@ -38,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -61,6 +64,9 @@ LITE_ROW = "primus_2025-12_mi355x_dsv2lite_mbs8_baseline_8gpu"
 # perf_heldout70 (1): Primus's TorchTitan DeepSeek-V3 16B (the DeepSeek-V2-Lite shape) on 8 MI355X, no recompute
 TITAN_ROW = "primus_titan_2026-07_mi355x_dsv3_16b_bf16_lbs9_8gpu"
 KERNEL_FIXED_S = (4e-6, 8e-6, 16e-6)  # the what-if's per-kernel fixed costs (s); the shipped figure first
+# CK's tile backward against the estimate's native MI355X backward at Lite's shape: HipKittens' MI355X baseline, CK 456
+# TFLOPS at head dim 128, 4K, against the native 687 the estimate runs there (docs/known-gaps.md 195 (a), (c) (b))
+CK_RATE_OVER_NATIVE = 687.0 / 456.0
 D128_MODEL = "llama-3.1-8b"  # a head-dim-128 model run at the Lite row's layout: only its head dims are read here
 
 
@@ -257,6 +263,28 @@ def lite_pair() -> dict[str, Any]:
             "swapped_err": mega["measured"] / swapped - 1.0}
 
 
+def step_at_ck_backward(row: dict[str, str], rate_factor: float) -> float:
+    """The estimate's step (s) for the row's job with its MLA backward on CK's padded tile (aiter_mla_bwd_asm false)
+    and that backward's time x `rate_factor` on top (a what-if: step_time._ck_mla_bwd_pad scaled for this call)."""
+    sc = scenario_of(row, {"aiter_mla_bwd_asm": False})
+    pad = st._ck_mla_bwd_pad
+    with mock.patch.object(st, "_ck_mla_bwd_pad", lambda x: pad(x) * rate_factor):
+        arrays = st.step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
+    return float(np.asarray(arrays["step_s"]).reshape(-1)[0])
+
+
+def ck_backward_lines(run: ph.Run) -> list[tuple[str, float, float, float]]:
+    """(row id, signed error as estimated, with CK's padded tile, with that tile at CK's rate) for each unfused gfx950
+    row (the 2025-12 MLA rows), each error carried with its step."""
+    out = []
+    for c, res, r in run:
+        if ARCH[r["accelerator"]] == "gfx950" and permute_path(r) == "unfused":
+            base = float(res["time"]["step_s"])
+            out.append((r["id"], c.err, *((1.0 + c.err) * base / step_at_ck_backward(r, f) - 1.0
+                                          for f in (1.0, CK_RATE_OVER_NATIVE))))
+    return out
+
+
 def main() -> None:
     run = class_run()
     print(f"megatron/moe/cdna time rows ({len(run)}): signed %, permutation path, architecture, month, measured step "
@@ -296,6 +324,10 @@ def main() -> None:
     print(f"  Megatron over TorchTitan, speed a token: measured {p['measured_speed']:.3f}, estimated "
           f"{p['estimated_speed']:.3f}; with the Megatron row's attention backward at the TorchTitan path's time "
           f"{p['swapped_speed']:.3f} (the Megatron row {100 * p['swapped_err']:+.1f}%)")
+    print("the unfused gfx950 rows with their MLA backward on CK's tile kernel: signed % as estimated (AITER's assembly "
+          f"backward) / CK's 256 pad / the pad at CK's rate (x{CK_RATE_OVER_NATIVE:.2f}) (docs/known-gaps.md 346 (c))")
+    for rid, err, pad, rate in sorted(ck_backward_lines(run), key=lambda t: t[1]):
+        print(f"  {rid:62s} {100 * err:+7.1f} / {100 * pad:+7.1f} / {100 * rate:+7.1f}")
 
 
 if __name__ == "__main__":

@@ -208,3 +208,17 @@ def test_lite_pair_gap_is_the_attention_backward():
     assert t["attn_bwd"] - m["attn_bwd"] > 0.5 * (t["bwd"] - m["bwd"]) > 0
     assert abs(t["fwd"] - m["fwd"]) < 0.1 * m["fwd"] and t["ep"] == pytest.approx(m["ep"], rel=0.05)
     assert p["swapped_speed"] == pytest.approx(p["measured_speed"], abs=0.03)
+
+
+def test_ck_backward_what_if_brackets_the_mla_rows(run):
+    """docs/known-gaps.md 346 (c): the ten 2025-12 MLA rows with their backward on CK's padded tile, then that tile at
+    CK's rate: every row moves down each step (more backward time), the Lite rows past the floor land at +15..+19%
+    (half way to the TorchTitan pair's +9%), and the micro-batch-1 floor row stays above +100% (the floor is not the
+    attention)."""
+    lines = {rid: (err, pad, rate) for rid, err, pad, rate in cmp.ck_backward_lines(run)}
+    assert len(lines) == 10
+    for err, pad, rate in lines.values():
+        assert err > pad > rate
+    for m in (4, 8, 12):
+        assert 0.15 < lines[f"primus_2025-12_mi355x_dsv2lite_mbs{m}_baseline_8gpu"][2] < 0.19
+    assert lines["primus_2025-12_mi355x_dsv2lite_mbs1_baseline_8gpu"][2] > 1.0
