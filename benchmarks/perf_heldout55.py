@@ -13,8 +13,9 @@ Four of its rows were posted first in alibaba/Pai-Megatron-Patch issue 658 (2025
 and PP 4 x EP 4, sequence 8,192, no recompute, capacity factor 1.0 with drop), step time and tokens/s a GPU.
 (3) Added with the second increment: NousResearch/torchtitan PR 19 (2025-11-24) and its torchtitan/distributed/deepep/
 README.md: torchtitan with DeepEP on B200, Qwen3-30B-A3B under FSDP2 over every GPU with EP 8 inside a host, full
-activation checkpointing, compiled model and loss, forced balance, 4,096 x 8 a GPU; strong scaling from 1 to 16 hosts
-(8-128 GPUs) and local batch 10 on 16, each with torchtitan's tokens/s and max_reserved; and the README's 1-host figure
+activation checkpointing, model and loss compiled by the config (the loss ran compiled, the MoE blocks eager: the
+graph break of the experts' FSDP hooks inside the checkpointed block, docs/known-gaps.md 345 (a)), forced balance,
+4,096 x 8 a GPU; strong scaling from 1 to 16 hosts (8-128 GPUs) and local batch 10 on 16, each with torchtitan's tokens/s and max_reserved; and the README's 1-host figure
 for torchtitan's own all-to-all expert parallelism. Data: benchmarks/data/heldout_2027c_titan_deepep_b200.csv in
 heldout_pretrain.csv's columns (perf_heldout.job_of).
 
