@@ -6,8 +6,9 @@ them), one source no benchmark held:
 'Last Updated: 2026-02-01') and the JSON of each run beside it (benchmarks/baselines/, measured 2026-01-15 in the image
 primeintellect/prime-rl-jackmin@sha256:5a146f7d...), made by benchmarks/scripts/run_single_benchmark.py from
 .github/workflows/benchmarks.yaml: the SFT trainer (src/prime_rl/trainer/sft/train.py, code read at d8f290ef0) on fake
-data, 2 micro-batches of 1 x S tokens a GPU a step, --model.compile (each decoder layer compiled), --model.ac (every
-layer checkpointed), FSDP2 with fp32 master weights and bf16 compute, torch's default AdamW (foreach on CUDA,
+data, 2 micro-batches of 1 x S tokens a GPU a step, --model.compile (each decoder layer compiled; the transformers
+layers ran eager: their flash-attention branch breaks the graph inside the checkpointed layer, docs/known-gaps.md
+345 (d)), --model.ac (every layer checkpointed), FSDP2 with fp32 master weights and bf16 compute, torch's default AdamW (foreach on CUDA,
 optimizer_impl foreach: prime-rl's optim.py gives neither fused nor foreach); Qwen3-0.6B on one H100 / one RTX A6000 and
 Qwen3-4B-Instruct-2507 on 8 H100 / H200 / B200 through transformers' Qwen3 (flash-attention 2 or 3), and
 Qwen3-30B-A3B-Instruct-2507 on 8 H200 through prime-rl's own MoE model (torchtitan's MoE layer, grouped GEMMs):

@@ -15,7 +15,7 @@ from .heldout_rows import check_columns_and_ids, run_fixture
 
 COMMIT = "b798a90d6a1c87e9bdd087d435cc460a465dcbdd"
 # metric -> (rows, MAPE bound %); reached at landing in the comment
-BOUNDS = {"tokens_per_s_per_gpu": (8, 60.0),  # 49.2 (197 (a)-(d))
+BOUNDS = {"tokens_per_s_per_gpu": (8, 25.0),  # 49.2 (197 (a)-(d)), 27.2 -> 16.5 with the dense layers eager (345 (d))
           "peak_memory_gib": (8, 8.0)}  # 4.1
 
 
@@ -41,10 +41,30 @@ def test_the_rows_state_the_trainers_settings():
         s = job["strategy"]
         assert job["global_batch"]["sequences"] == 2 * int(r["gpu_count"]) and s["micro_batch"] == 1, r["id"]
         assert (s["framework"], s["fsdp"], s["recompute"]) == ("torchtitan", "full", "full"), r["id"]
-        assert s["torch_compile"] is True and s["loss_impl"] == "upcast-held", r["id"]
+        # the dense rows' checkpointed layers fall back to eager at transformers' flash-attention branch (345 (d))
+        assert s["torch_compile"] is ("30b_a3b" in r["id"]) and s["loss_impl"] == "upcast-held", r["id"]
         # prime-rl's optim.py gives AdamW neither fused nor foreach: torch's foreach on CUDA (known-gaps 204)
         assert s["optimizer_impl"] == "foreach", r["id"]
         assert s["attention_kernel"] == ("native" if r["id"].endswith(("fa3", "fa3_peak_memory")) else "fa2"), r["id"]
+
+
+def test_the_dense_layers_ran_eager_and_that_is_the_time_the_4b_rows_lacked():
+    """345 (d): prime-rl compiles each checkpoint-wrapped layer with fullgraph False; transformers 4.56.1's flash-attention
+    forward branches on a tensor (_is_packed_sequence for a batch of one with position_ids), a graph break inside the
+    checkpointed layer, which Dynamo runs eager whole (torchtitan PR 1895). Stated eager, the 8-GPU Qwen3-4B rows on
+    H100 / H200 / B200 sit within 6%; read as compiled they come out 12-20% fast, as they did before 345."""
+    models = ph.model_data(ph.MODELS)
+    rows = [r for r in p53.rows() if r["metric"] == "tokens_per_s_per_gpu"]
+    for r in rows:
+        if "30b_a3b" in r["id"]:
+            continue
+        assert "is_fa_with_position_ids" in r["assumed"] and "2a7a14841" in r["assumed"], r["id"]
+        if not (r["id"].startswith("primerl_2026-01_8x") and r["id"].endswith("_16384_fa2")):
+            continue
+        eager, _ = ph.estimate_row(r, models, {}, ph.predicted_metric)
+        compiled = dict(r, strategy_extra=r["strategy_extra"].replace("torch_compile=false", "torch_compile=true"))
+        fused, _ = ph.estimate_row(compiled, models, {}, ph.predicted_metric)
+        assert abs(eager.err) < 0.06 and 0.12 < fused.err < 0.20, (r["id"], eager.err, fused.err)
 
 
 def test_nothing_is_refused_and_each_metric_is_within_its_bound(run):
