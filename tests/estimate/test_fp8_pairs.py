@@ -72,6 +72,6 @@ def test_moe_fp8_gain_within_the_reached_bounds(moe_rows):
     """The same releases' dense pairs are within 5%; the Hopper MoE pairs' modelled FP8 gain is too large (docs/known-gaps.md
     332: reached 9.9% mean, every pair above), a bound an estimate that closes it also meets."""
     dense = [abs(r.err) for r in moe_rows if "dense" in r.pair.group]
-    assert len(dense) == 13 and 100 * np.mean(dense) <= 5.0  # reached: 3.6%
+    assert len(dense) == 13 and 100 * np.mean(dense) <= 5.0  # reached: 3.6%; 1.9% from known-gaps 340
     hopper = [abs(r.err) for r in moe_rows if "MoE" in r.pair.group and "H100" in r.pair.group]
     assert len(hopper) == 12 and 100 * np.mean(hopper) <= 12.0  # reached: 9.9%

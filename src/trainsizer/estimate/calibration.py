@@ -51,6 +51,11 @@ class PerfConstants:
     flash_bwd_over_fwd_sdpa: dict[str, float]
     # NVIDIA families whose SDPA dispatch runs cuDNN first under torch 2.9 / >= 2.11 (attention.sdpa_cudnn_first)
     sdpa_cudnn_families: tuple[str, ...]
+    # Transformer Engine's cuDNN fused attention in training on sm100 (attention.te_fused_training_sm100): the families,
+    # the widest head dim it trains with d_qk and d_v both at most that, and the (d_qk, d_v) pairs it trains beyond it
+    te_sm100_families: tuple[str, ...]
+    te_sm100_max_head_dim: int
+    te_sm100_pairs: tuple[tuple[int, int], ...]
     flash_efficiency_flex: dict[str, float]  # FlexAttention's Triton template, where measured (attention section)
     flex_bwd_over_fwd: dict[str, float]  # its backward / forward time, where measured
     flash_bwd_over_fwd: float
@@ -200,6 +205,14 @@ class PerfConstants:
         """Whether PyTorch's SDPA runs cuDNN's fused attention before FlashAttention-2 on this part under torch 2.9 and
         >= 2.11 (datacenter Hopper / Blackwell, attention.sdpa_cudnn_first); FA2 first elsewhere and in other releases."""
         return _family_entry(dict.fromkeys(self.sdpa_cudnn_families, True), accelerator, False)
+
+    def te_fused_trains(self, accelerator: str, d_qk: int, d_v: int) -> bool:
+        """Whether Transformer Engine's cuDNN fused attention trains these head dims on this part: always off the sm100
+        families, there d_qk and d_v both at most te_sm100_max_head_dim or a listed pair (attention.
+        te_fused_training_sm100)."""
+        if not _family_entry(dict.fromkeys(self.te_sm100_families, True), accelerator, False):
+            return True
+        return max(d_qk, d_v) <= self.te_sm100_max_head_dim or (int(d_qk), int(d_v)) in self.te_sm100_pairs
 
     def dynamic_cast_elems_s(self, accelerator: str) -> float | None:
         """Elements a second of PyTorch's unvectorised dtype-casting copy on this part (SMs x max boost clock x
@@ -460,6 +473,9 @@ def load_constants() -> PerfConstants:
         flash_efficiency_sdpa={str(k): float(v) for k, v in a["flash_efficiency_sdpa"].items()},
         flash_bwd_over_fwd_sdpa={str(k): float(v) for k, v in a["flash_bwd_over_fwd_sdpa"].items()},
         sdpa_cudnn_families=tuple(str(k) for k in a["sdpa_cudnn_first"]),
+        te_sm100_families=tuple(str(k) for k in a["te_fused_training_sm100"]["families"]),
+        te_sm100_max_head_dim=int(a["te_fused_training_sm100"]["max_head_dim"]),
+        te_sm100_pairs=tuple((int(q), int(v)) for q, v in a["te_fused_training_sm100"]["pairs"]),
         flash_efficiency_flex={str(k): float(v) for k, v in a["flash_efficiency_flex"].items()},
         flex_bwd_over_fwd={str(k): float(v) for k, v in a["flex_bwd_over_fwd"].items()},
         flash_bwd_over_fwd=float(a["flash_bwd_over_fwd"]),

@@ -223,6 +223,9 @@ class PerfStyle:
     # first in SDPA, whatever the torch release: a style kernel or a stated `sdpa` there is timed as `native`
     # (_stack_kernel); "" = PyTorch's own dispatch order, timed at FA2's figures
     sdpa_cudnn_families: str = ""
+    # the stack's native attention is Transformer Engine's DotProductAttention, whose cuDNN backend trains only some
+    # head dims on sm100 (attention.te_fused_training_sm100): others run its flash-attn backend (_te_attention_kernel)
+    te_attention: bool = False
     # how DeepSpeed ZeRO-3 (zero 3 without fsdp) gathers the stack's routed experts (names.ZERO3_EXPERT_FETCHES;
     # strategy.zero3_expert_fetch overrides): "" = inside the style's gathered unit (every stack that runs its own MoE
     # modules, and FSDP); "auto" = as transformers' modules are built: per_expert under its 4.x eager loop (ModuleList
@@ -984,7 +987,8 @@ def _step(model: ModelArch, training: Training, system: System, strategy: Any, c
     if model is not defined:  # dense_all: one torch.bmm over every expert, no per-expert loop or grouped GEMM
         fw = dataclasses.replace(fw, moe_expert_loop=False, moe_torch_grouped_mm=False)
     fw = _recipe_style(fw, strategy, training, system, k)
-    fw = dataclasses.replace(fw, attention_kernel=_stack_kernel(fw.attention_kernel, fw, system))
+    fw = dataclasses.replace(fw, attention_kernel=_te_attention_kernel(_stack_kernel(fw.attention_kernel, fw, system),
+                                                                       fw, system, model, k))
     r = _nf4_compute_rate(_rates(system, training, k, calibration, fw), system, training, strategy, k, calibration)
     r = _turbo_grouped_rate(_grouped_mm_rate(_bf16_layers(r, training, model), system, k, fw), system, k, fw,
                             training.precision)
@@ -1074,6 +1078,18 @@ def _stack_kernel(kernel: Any, fw: PerfStyle, system: System) -> Any:
         if value and acc.startswith(tuple(f for f in value.split(",") if f)):
             cudnn |= families == value
     out = np.where((np.asarray(kernel) == "sdpa") & cudnn, "native", np.asarray(kernel))
+    return str(out) if out.ndim == 0 else out
+
+
+def _te_attention_kernel(kernel: Any, fw: PerfStyle, system: System, model: ModelArch, k: PerfConstants) -> Any:
+    """`native` as `fa2` where the stack's attention is Transformer Engine's (PerfStyle.te_attention) and its cuDNN
+    backend does not train the model's head dims on the part (PerfConstants.te_fused_trains: sm100, d_qk = d_v = 192):
+    TE then runs flash-attn's FlashAttention 2, which takes d_qk = d_v (other dims keep the native figures); the
+    kernel as given elsewhere (per style under auto)."""
+    d_qk, d_v = model.head_dims
+    if d_qk != d_v or k.te_fused_trains(system.accelerator, d_qk, d_v):
+        return kernel
+    out = np.where((np.asarray(kernel) == "native") & np.asarray(fw.te_attention, bool), "fa2", np.asarray(kernel))
     return str(out) if out.ndim == 0 else out
 
 
@@ -5206,6 +5222,7 @@ def estimate_time(model: ModelArch, training: Training, system: System, strategy
     style = _style(strategy, framework_style, pretraining)
     kernel = str(_stack_kernel(attention_kernel_of(strategy, model, framework_style, pretraining), style, system))
     notes = tuple(warnings) + _sdpa_note(system, kernel) + _sdpa_cudnn_note(system, kernel, strategy, style)
+    notes += _te_attention_note(system, model, kernel, style)
     if memory_note:
         notes += _memory_note(model, training, system, strategy)
     eval_s = evaluation_s(model, training, system, strategy, calibration=calibration, framework_style=framework_style)
@@ -5272,6 +5289,17 @@ def _sdpa_cudnn_note(system: System, kernel: str, strategy: Any, fw: PerfStyle) 
     if kernel == "fa2" and library == "sdpa" and getattr(strategy, "attention_kernel", None) is None:
         return (msg("note_library_sdpa_cudnn_first", accelerator=system.accelerator),)
     return ()
+
+
+def _te_attention_note(system: System, model: ModelArch, kernel: str, fw: PerfStyle) -> tuple[str, ...]:
+    """Where a Transformer Engine stack's native attention was timed as FlashAttention-2 (_te_attention_kernel), which
+    head dims its cuDNN backend does not train on the part."""
+    if kernel != "native":
+        return ()
+    if np.all(np.asarray(_te_attention_kernel(kernel, fw, system, model, load_constants())) == kernel):
+        return ()
+    d_qk, d_v = model.head_dims
+    return (msg("note_te_attention_fa2", accelerator=system.accelerator, d_qk=d_qk, d_v=d_v),)
 
 
 def _memory_note(model: ModelArch, training: Training, system: System, strategy) -> tuple[str, ...]:
