@@ -235,6 +235,7 @@ KIND_KEYS = {
     "FSDP version": "kind_fsdp_version",
     "ZeRO-3 expert fetch": "kind_zero3_expert_fetch", "ZeRO-3 bucket sizes": "kind_zero3_bucket_sizes",
     "MoE routing pattern": "kind_moe_routing",
+    "MoE router aux loss": "kind_moe_aux_loss",
     "facility figure": "kind_facility_figure", "reliability figure": "kind_reliability_figure",
     "accelerator, server or switch": "kind_price_subject", "price subject (accelerator, server or switch)":
     "kind_price_subject", "source id": "kind_source", "price point": "kind_price_point",

@@ -118,6 +118,13 @@ FLEX_DISPATCHERS = ("flex", "hybridep", "deepep")
 # fine-tuning a pretrained router): experts spread as random's, and with no stated moe_capacity_factor the busiest EP
 # rank's load derived from the experts' popularity on real text (estimate.moe_load, docs/known-gaps.md 318).
 MOE_ROUTINGS = ("random", "round-robin", "fake-balanced", "natural")
+# Megatron-Core's router load-balancing loss (TransformerConfig moe_router_load_balancing_type with a nonzero
+# moe_aux_loss_coeff; router.py TopKRouter.routing at NVIDIA/Megatron-LM 61f31145): aux_loss = the micro-batch's
+# switch loss (GShard / Switch Transformer), seq_aux_loss = per sample (DeepSeek-V2 / V3), both reducing the token
+# counts over TP x CP; global_aux_loss = the counts all-reduced over TP x DP x CP and averaged over the accumulation
+# steps; none = no aux-loss op runs (also what any type with coefficient 0 does: is_aux_loss_enabled). Megatron-Bridge's
+# gpt_oss_bridge.py sets "none" (docs/known-gaps.md 343 (a)).
+MOE_AUX_LOSSES = ("none", "aux_loss", "seq_aux_loss", "global_aux_loss")
 # How transformers runs an MoE model's routed experts (its `experts_implementation`): eager = one expert at a time in a
 # Python loop over the experts the router hit, each behind a data-dependent torch.where on the routing mask (a
 # device-to-host sync: the MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock forward of every

@@ -175,7 +175,7 @@ class Scenario:
                 "activation_kernel", "rope_kernel", "eager_attention", "split_projections", "fp8_attention", "fp8_activation_store", "fp8_lm_head", "defer_embedding_wgrad",
                 "wgrad_deferral_limit", "cuda_graphs", "cudnn_release", "megatron_core_version", "torch_version", "aiter_mla_bwd_asm",
                 "nf4_dequant_dtype", "nf4_decode", "nf4_double_quant", "nf4_saves_input", "bnb_compute_from_input", "nf4_lm_head", "lm_head_chunk",
-                "moe_dispatcher", "moe_a2a_overlap", "delay_wgrad_compute", "cuda_device_max_connections", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_turbo_grouped_gemm", "moe_eager_glue", "moe_sync_free", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fusion", "moe_grouped_gemm", "tp_only_amax_red", "experts_implementation", "expert_weight_copies", "fused_qkv_rope", "flash_qkv_pack", "te_op_fuser", "activation_offload", "optimizer_in_backward", "optimizer_impl", "bnb_optimizer_block", "allocator_expandable_segments", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "zero_init", "fsdp", "fsdp_version", "optimizer_precision", "kbit_upcast", "nf4_quantize_unchunked",
+                "moe_dispatcher", "moe_a2a_overlap", "delay_wgrad_compute", "cuda_device_max_connections", "moe_fused_grouped_mlp", "moe_torch_grouped_mm", "moe_turbo_grouped_gemm", "moe_eager_glue", "moe_sync_free", "moe_pad_to_capacity", "moe_permute_fusion", "moe_router_fusion", "moe_aux_loss", "moe_grouped_gemm", "tp_only_amax_red", "experts_implementation", "expert_weight_copies", "fused_qkv_rope", "flash_qkv_pack", "te_op_fuser", "activation_offload", "optimizer_in_backward", "optimizer_impl", "bnb_optimizer_block", "allocator_expandable_segments", "ddp_impl", "checkpoint_impl", "zero3_expert_fetch", "zero3_bucket_sizes", "zero_init", "fsdp", "fsdp_version", "optimizer_precision", "kbit_upcast", "nf4_quantize_unchunked",
                 "frozen_base_dtype", "autocast", "live_at_rerun", "returns_kv_cache", "moe_router_output_held",
                 "shard_embedding_head_separately", "device_map",
                 "framework")}
@@ -855,6 +855,7 @@ def _resolve_strategy(job: Job, gpus: int, origin: str) -> Strategy:
         moe_turbo_grouped_gemm=s.moe_turbo_grouped_gemm,
         moe_eager_glue=s.moe_eager_glue,
         moe_sync_free=s.moe_sync_free, moe_pad_to_capacity=s.moe_pad_to_capacity, moe_permute_fusion=s.moe_permute_fusion, moe_router_fusion=s.moe_router_fusion,
+        moe_aux_loss=s.moe_aux_loss,
         moe_grouped_gemm=s.moe_grouped_gemm,
         tp_only_amax_red=s.tp_only_amax_red,
         experts_implementation=s.experts_implementation,

@@ -109,15 +109,17 @@ def test_every_scored_item_sits_where_the_thd_rope_loop_left_it(run):
     8K SFT from +17.5 to +21.1%. With the loop's kernels at an element-wise op and its measured glue (325 (a): 10.6 us
     a kernel, not torch.mm's 14.8) -52.1..+5.7%: the dense Qwen3-8B pair -10.8 / -4.3%, the one-GPU LoRA items -4.3 /
     -3.3%, Moonlight's 8K SFT +5.7% the one row predicted slow; with MLA's interleave charged too (+1 / +5 kernels a
-    sample) Moonlight's 8K SFT +12.1%, its LoRA -38.7 -> -34.8%. A guard that fails when the estimate moves, either
-    way."""
+    sample) Moonlight's 8K SFT +12.1%, its LoRA -38.7 -> -34.8%. With the GPT-OSS rows' aux loss stated off (343 (a):
+    gpt_oss_bridge.py's load-balancing type "none": 10 router calls a MoE layer and micro-batch and the unfused
+    router's 8 aux kernels not run) -53.2..+12.1%: GPT-OSS 120B SFT -52.1 -> -53.2%, the one-GPU GPT-OSS LoRA -3.3 ->
+    -5.0%. A guard that fails when the estimate moves, either way."""
     errs = {c.row_id: c.err for c, _, _ in run if not c.skipped}
-    assert errs and all(-0.53 < e < 0.13 for e in errs.values()), errs
+    assert errs and all(-0.54 < e < 0.13 for e in errs.values()), errs
     assert [k for k, e in errs.items() if e > 0] == ["mbcardft_2026-07_h100_moonlight_16b_sft_8k_8gpu"]
     dense = [e for k, e in errs.items() if "qwen3_8b" in k]
     assert len(dense) == 2 and all(-0.12 < e < -0.03 for e in dense), dense
     lora_1gpu = [e for k, e in errs.items() if k.endswith("_lora_1gpu")]
-    assert len(lora_1gpu) == 2 and all(-0.05 < e < 0.0 for e in lora_1gpu), lora_1gpu
+    assert len(lora_1gpu) == 2 and all(-0.055 < e < 0.0 for e in lora_1gpu), lora_1gpu
 
 
 def test_the_rows_state_the_recipes_rope_fusion():

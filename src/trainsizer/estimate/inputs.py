@@ -454,6 +454,9 @@ class Strategy:
     # NeMo / Megatron-Bridge recipes); one value for the whole batch
     moe_permute_fusion: Any = None
     moe_router_fusion: Any = None
+    # Megatron-Core's router load-balancing loss (names.MOE_AUX_LOSSES; PerfStyle.moe_aux_loss, step_time
+    # _moe_layer_host_s / _moe_unfused_counts / _global_aux_loss_time); None = aux_loss; one value for the whole batch
+    moe_aux_loss: Any = None
     # Megatron-Core's --moe-grouped-gemm (PerfStyle.moe_grouped_gemm: false = SequentialMLP, step_time
     # _sequential_mlp_time); None = the style's (grouped); one value for the whole batch
     moe_grouped_gemm: Any = None

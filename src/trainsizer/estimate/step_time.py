@@ -108,6 +108,7 @@ from trainsizer.names import (
     FSDP_MODES,
     FSDP_RESHARDS,
     FSDP_VERSIONS,
+    MOE_AUX_LOSSES,
     MOE_DISPATCHERS,
     NF4_DECODES,
     NORM_KERNELS,
@@ -410,6 +411,10 @@ class PerfStyle:
     # host syncs (_moe_unfused_time, _moe_unfused_host). Other styles time their own path at the fused count: true
     moe_permute_fused: bool = True
     moe_router_fused: bool = True
+    # Megatron-Core's router load-balancing loss (strategy.moe_aux_loss, names.MOE_AUX_LOSSES): none drops the aux
+    # loss's host calls and unfused kernels from the count (_moe_aux_loss_counts), global_aux_loss adds its own and its
+    # all-reduce over TP x DP x CP (_global_aux_loss_time); aux_loss / seq_aux_loss run the same ops
+    moe_aux_loss: str = "aux_loss"
     # Megatron-Core's routed experts run one grouped GEMM call (--moe-grouped-gemm: TEGroupedMLP / GroupedMLP); false:
     # SequentialMLP, the local experts one after another, with its copies of the routed buffer (_sequential_mlp_time)
     moe_grouped_gemm: bool = True
@@ -665,6 +670,9 @@ def _job_options(strategy, style: PerfStyle, pretraining: bool = False) -> PerfS
         changes["moe_permute_fused"] = bool(strategy.moe_permute_fusion)
     if getattr(strategy, "moe_router_fusion", None) is not None:  # TE's fused router (_moe_unfused_time)
         changes["moe_router_fused"] = bool(strategy.moe_router_fusion)
+    aux = _named_option(strategy, "moe_aux_loss", "MoE router aux loss", MOE_AUX_LOSSES)
+    if aux is not None:  # the router's load-balancing loss (_moe_aux_loss_counts)
+        changes["moe_aux_loss"] = aux
     if getattr(strategy, "moe_grouped_gemm", None) is not None:  # SequentialMLP (_sequential_mlp_time)
         changes["moe_grouped_gemm"] = bool(strategy.moe_grouped_gemm)
     if getattr(strategy, "tp_only_amax_red", None) is not None:  # _delayed_amax_reductions' group
@@ -1846,17 +1854,19 @@ def _moe_unfused_counts(x: _Step) -> tuple[Any, Any, Any, Any]:
     from Megatron-Core's code (perf_constants.yaml kernels: moe_router_unfused_*, the group-limited top-k's
     moe_router_unfused_grouped_* where the model routes by groups, moe_permute_unfused_*), and, fused or not, Primus's
     forced-balance map where the job routes round-robin on Megatron-Core's layer (moe_router_round_robin_*;
-    docs/known-gaps.md 338 (b)); zeros where neither runs or the model has no routed experts."""
+    docs/known-gaps.md 338 (b)); without the aux loss (strategy.moe_aux_loss none) the unfused router's aux scores and
+    switch loss less (moe_router_aux_unfused_*; 343 (a)); zeros where neither runs or the model has no routed experts."""
     if not x.model.is_moe:
         return 0.0, 0.0, 0.0, 0.0
     router = ~np.asarray(x.fw.moe_router_fused, bool)
     permute = ~np.asarray(x.fw.moe_permute_fused, bool)
     grouped = x.model.expert_groups > 1  # group-limited top-k: moe_utils.group_limited_topk's ops
     balance = np.asarray(x.fw.moe_host_sync, bool) & (x.training.moe_routing == "round-robin")
+    no_aux = x.fw.moe_aux_loss == "none"  # compute_routing_scores_for_aux_loss and the switch loss not run
     kern = compute.KERNELS
 
     def count(name: str) -> Any:
-        routing = kern.get(f"moe_router_unfused_{name}", 0.0)
+        routing = kern.get(f"moe_router_unfused_{name}", 0.0) - no_aux * kern.get(f"moe_router_aux_unfused_{name}", 0.0)
         routing = routing + grouped * kern.get(f"moe_router_unfused_grouped_{name}", 0.0)
         return (router * routing + permute * kern.get(f"moe_permute_unfused_{name}", 0.0)
                 + balance * kern.get(f"moe_router_round_robin_{name}", 0.0))
@@ -1903,8 +1913,8 @@ def _moe_layer_host_s(x: _Step) -> Any:
     each call at the vendor's launch-bound eager op (perf_constants.yaml kernels moe_layer_*, counted at Megatron-LM
     61f31145; docs/known-gaps.md 297 (a)). The flex dispatcher's own path is counted where DeepEP's backend is stated
     (moe_dispatcher deepep: _DeepepManager's calls, kernels moe_layer_deepep_*; 334 (a)); flex and hybridep count
-    the router alone. The fused path's count; an unfused router / permutation adds its own
-    (_moe_unfused_host). The forward again where the MoE block is recomputed. 0 on a dense model, other styles,
+    the router alone. The router's aux loss as the job states it (_moe_aux_loss_counts). The fused path's count; an
+    unfused router / permutation adds its own (_moe_unfused_host). The forward again where the MoE block is recomputed. 0 on a dense model, other styles,
     under CUDA graphs (Megatron-Core's graph scopes capture the router and preprocess; partial capture not modelled)
     and where the layer runs sync-free or with padded token drop (a path of its own, not counted)."""
     m = x.model
@@ -1927,8 +1937,43 @@ def _moe_layer_host_s(x: _Step) -> Any:
     bwd = k["moe_layer_router_host_bwd"] + m.router_fp32 * k["moe_layer_router_fp32_host_bwd"] + np.where(
         alltoall, k["moe_layer_alltoall_host_bwd"] + sort + ep * k["moe_layer_alltoall_ep_host_bwd"], 0.0)
     bwd = bwd + deepep_bwd + shared * k["moe_layer_shared_expert_host_bwd"]
+    aux_fwd, aux_bwd = _moe_aux_loss_counts(x)
+    fwd, bwd = fwd + aux_fwd, bwd + aux_bwd
     calls = (m.moe_layer_count / m.layers) * (fwd * (1.0 + x.moe_rerun) + bwd)
     return np.where(np.asarray(x.fw.moe_host_sync, bool), calls * _launch_op_s(x.system.vendor), 0.0)
+
+
+def _moe_aux_loss_counts(x: _Step) -> tuple[float, float]:
+    """(forward, backward) host calls a MoE layer and micro-batch the router's load-balancing loss adds to or takes
+    from the router's count, which holds aux_loss on (kernels moe_layer_router_host_*; Megatron-LM 61f31145 router.py
+    TopKRouter.routing): none (strategy.moe_aux_loss; Megatron-Core skips compute_routing_scores_for_aux_loss, the
+    token counts, the loss, its tracker record and MoEAuxLossAutoScaler: is_aux_loss_enabled false) takes
+    moe_layer_aux_loss_host_*; global_aux_loss adds its running counts' two in-place adds, the average's division and
+    the counts' all-reduce call (moe_layer_global_aux_loss_host_fwd; its time, _global_aux_loss_time); aux_loss and
+    seq_aux_loss (a reshape more, no op) run the same calls (docs/known-gaps.md 343 (a))."""
+    k = compute.KERNELS
+    if x.fw.moe_aux_loss == "none":
+        return -k["moe_layer_aux_loss_host_fwd"], -k["moe_layer_aux_loss_host_bwd"]
+    if x.fw.moe_aux_loss == "global_aux_loss":
+        return k["moe_layer_global_aux_loss_host_fwd"], 0.0
+    return 0.0, 0.0
+
+
+def _global_aux_loss_time(x: _Step) -> Any:
+    """Seconds per average layer and micro-batch of global_aux_loss's token-count all-reduce (strategy.moe_aux_loss
+    global_aux_loss on Megatron-Core's layer, PerfStyle.moe_host_sync): get_tokens_per_expert_and_token_count's
+    reduce_from_tensor_model_parallel_region over the TP x DP x CP ranks, one int64 count an expert, a latency-bound
+    all-reduce on the compute stream (Megatron-LM 61f31145 router.py _apply_global_aux_loss, moe_utils.py), once a MoE
+    layer's forward and again where the MoE block is recomputed, over the MoE layers' share; 0 elsewhere and at one
+    rank (docs/known-gaps.md 343 (a))."""
+    m = x.model
+    if not m.is_moe or x.fw.moe_aux_loss != "global_aux_loss" or not np.any(x.fw.moe_host_sync):
+        return 0.0
+    group = x.t * x.d * x.c
+    k_g, m_g = comm.ranks_per_domain(group, 1.0, x.domain), comm.zone_members(group, 1.0, x.system)
+    t = comm.all_reduce_time(8.0 * m.experts, group, k_g, x.link(group, 1.0), x.system, x.k.nvls_allreduce_gain, m_g)
+    on = np.asarray(x.fw.moe_host_sync, bool) & (group > 1.0)
+    return np.where(on, (m.moe_layer_count / m.layers) * (1.0 + x.moe_rerun) * t, 0.0)
 
 
 def _deepep_host_calls(x: _Step) -> tuple[Any, Any]:
@@ -2546,7 +2591,7 @@ def _tp_comm(x: _Step) -> tuple[np.ndarray, np.ndarray]:
         tp_per_layer = tp_per_layer * _when(overlap, 1.0 - hidden * (1.0 - k.overlap_interference), 1.0)
     # the dispatcher's expert-TP collectives run outside the linear layers the overlap covers: exposed either way
     return t_ar, tp_per_layer + moe_routed + _amax_reductions(x, k_tp, m_tp) + _delayed_amax_reductions(x) + \
-        _kv_subshard_time(x, k_tp, m_tp)
+        _kv_subshard_time(x, k_tp, m_tp) + _global_aux_loss_time(x)
 
 
 def _kv_subshard_time(x: _Step, k_tp: Any, m_tp: Any) -> Any:

@@ -724,7 +724,7 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
     (FUSED_GROUPED_MLP_PARTS); FP8 attention, the FP8 SwiGLU input store, CUDA graphs, the fused grouped MLP, the
     device-side expert splits (moe_sync_free: Primus-Turbo on Megatron-LM), the padded token drop
     (moe_pad_to_capacity), the MoE permutation / router fusion
-    (moe_permute_fusion / moe_router_fusion, stated either way), the experts' grouped GEMM or SequentialMLP
+    (moe_permute_fusion / moe_router_fusion, stated either way), the router's aux loss (moe_aux_loss), the experts' grouped GEMM or SequentialMLP
     (moe_grouped_gemm, either way), the amax group (tp_only_amax_red, either way), the fused qkv RoPE and TE's op fuser (te_op_fuser) are Megatron-Core's (TE_GRAPH_FRAMEWORKS; "auto" as the stack it resolves to), the MXFP8 LM head
     Megatron-Core's and torchtitan's (FP8_LM_HEAD_FRAMEWORKS), PyTorch's attention kernels the PyTorch stacks'
     (TORCH_ATTENTION_FRAMEWORKS)."""
@@ -740,6 +740,7 @@ def _te_option_rules(c: SimpleNamespace) -> _Rules:
                              ("moe_pad_to_capacity", bool(getattr(s, "moe_pad_to_capacity", None))),
                              ("moe_permute_fusion", getattr(s, "moe_permute_fusion", None) is not None),
                              ("moe_router_fusion", getattr(s, "moe_router_fusion", None) is not None),
+                             ("moe_aux_loss", getattr(s, "moe_aux_loss", None) is not None),
                              ("moe_grouped_gemm", getattr(s, "moe_grouped_gemm", None) is not None),
                              ("tp_only_amax_red", getattr(s, "tp_only_amax_red", None) is not None),
                              ("fused_qkv_rope", bool(getattr(s, "fused_qkv_rope", None))),
@@ -1142,7 +1143,7 @@ MOE_ONLY_OPTIONS = (("moe_dispatcher", "auto"), ("moe_tp_token_split", None), ("
                     ("moe_torch_grouped_mm", None), ("moe_turbo_grouped_gemm", None), ("moe_eager_glue", None), ("moe_sync_free", None),
                     ("moe_pad_to_capacity", None),
                     ("moe_permute_fusion", None),
-                    ("moe_router_fusion", None), ("moe_grouped_gemm", None), ("experts_implementation", None),
+                    ("moe_router_fusion", None), ("moe_aux_loss", None), ("moe_grouped_gemm", None), ("experts_implementation", None),
                     ("zero3_expert_fetch", None))
 
 

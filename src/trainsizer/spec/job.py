@@ -49,6 +49,7 @@ from trainsizer.names import (
     LOSS_IMPLS,
     MEGATRON_FSDP_SHARDINGS,
     METHODS,
+    MOE_AUX_LOSSES,
     MOE_DISPATCHERS,
     MOE_ROUTINGS,
     NF4_DECODES,
@@ -89,6 +90,7 @@ Framework = Literal[FRAMEWORKS]
 LossImpl = Literal[LOSS_IMPLS]
 MoeDispatcher = Literal[MOE_DISPATCHERS]
 MoeRouting = Literal[MOE_ROUTINGS]
+MoeAuxLoss = Literal[MOE_AUX_LOSSES]
 ExpertsImplementation = Literal[EXPERTS_IMPLEMENTATIONS]
 DeviceMap = Literal[DEVICE_MAPS]
 AttentionKernel = Literal[ATTENTION_KERNELS]
@@ -650,6 +652,11 @@ class StrategySpec(_Strict):
     # NeMo / Megatron-Bridge recipes set them); time only
     moe_permute_fusion: bool | None = None
     moe_router_fusion: bool | None = None
+    # Megatron-Core's router load-balancing loss (moe_router_load_balancing_type with a nonzero moe_aux_loss_coeff):
+    # none | aux_loss | seq_aux_loss | global_aux_loss (names.MOE_AUX_LOSSES); none = no aux-loss op runs (Megatron-
+    # Bridge's GPT-OSS, or any type at coefficient 0); global_aux_loss adds its all-reduce over TP x DP x CP; null =
+    # aux_loss (the recipes' usual, as counted before); time only
+    moe_aux_loss: MoeAuxLoss | None = None
     # Megatron-Core's --moe-grouped-gemm: false = SequentialMLP, the local experts run one after another, each its own
     # MLP (Megatron-Core's argument default); before core_r0.9.0 (megatron_core_version) each expert's rows are sliced
     # by device offsets (two host syncs an expert) and written back into a zeroed buffer, whose autograd copies the
