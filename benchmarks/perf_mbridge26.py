@@ -109,6 +109,18 @@ def fp8_output_proj(r: dict[str, str]) -> bool:
     return r["precision"] == "FP8-MX" and name.startswith(FP8_OUTPUT_PROJ.get(tag.rstrip(")"), ()))
 
 
+# The Megatron-Core release line of each Megatron-Bridge pin whose rows hold a fact of framework.MCORE_RELEASE_FACTS
+# that differs by release (megatron/core/package_info.py at the 3rdparty/Megatron-LM submodule: v0.5.0 d0b3b775 and
+# v0.5.1 458c8d0e MINOR 18, v0.6.0 cd4afffa MINOR 19): strategy.megatron_core_version; other pins unstated
+MCORE_BY_TAG = {"v0.5.0": "0.18", "v0.5.1": "0.18", "v0.6.0": "0.19"}
+
+
+def mcore_version(r: dict[str, str]) -> str | None:
+    """The row's Megatron-Core release line by its recipe's Megatron-Bridge tag (MCORE_BY_TAG), or None."""
+    _, _, tag = r.get("recipe_config", "").partition(" (")
+    return MCORE_BY_TAG.get(tag.rstrip(")"))
+
+
 def fused_grouped_mlp(r: dict[str, str]) -> bool:
     """Whether the row's config sets cutedsl_fused_grouped_mlp (CUTEDSL_CONFIGS): its recipe_config is 'NAME (tag)'."""
     name, _, tag = r.get("recipe_config", "").partition(" (")
@@ -137,6 +149,8 @@ def job(r: dict[str, str]) -> dict:
     strategy |= recipe_layout(r["model"], pp, int(r["vpp"]))
     if fused_grouped_mlp(r):
         strategy["moe_fused_grouped_mlp"] = True
+    if mcore_version(r):
+        strategy["megatron_core_version"] = mcore_version(r)
     if fp8_output_proj(r):
         strategy["fp8_lm_head"] = True
     if r["moe_dispatcher"]:

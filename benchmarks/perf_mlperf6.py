@@ -92,7 +92,10 @@ RUN_VOCAB = {"gpt-oss-20b": 128256}
 # where a config leaves the fused grouped MLP off: 0 where the commons' USE_TE_OPS False stands (Dell's GB300 EP 2
 # config sets neither option; Cisco's H100 config sets NVTE_CUTEDSL_FUSED_GROUPED_MLP 0 and USE_TE_OPS False);
 # blank or 1 as every other readable config of the round.
-RUN_STRATEGY = {"gpt-oss-20b": {"moe_fused_grouped_mlp": True, "fused_qkv_rope": True, "cp_comm_type": "a2a", "etp": 1},
+# Megatron-Core 26.04-alpha.rc2 is the 0.17 release line (core_v0.17.0 tagged 2026-04-14, 0.18.0 2026-06-22):
+# strategy.megatron_core_version, before fc2's scaled expert bias in the fused grouped MLP (0.19; known-gaps 344 (a)).
+RUN_STRATEGY = {"gpt-oss-20b": {"moe_fused_grouped_mlp": True, "fused_qkv_rope": True, "cp_comm_type": "a2a", "etp": 1,
+                                "megatron_core_version": "0.17"},
                 "deepseek-v3": {"etp": 1}}
 
 

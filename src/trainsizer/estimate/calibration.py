@@ -38,6 +38,7 @@ class PerfConstants:
     expert_bias_index_add: dict[str, float]  # torchtitan gpt-oss' eager expert biases: bytes, kernels, index_add_ rate
     activation_clamp_mcore_bytes: dict[str, float]  # HBM bytes per element of its eager activation clamp
     fused_dglu_us: dict[str, float]  # TE's fused grouped MLP's dGLU kernel with / without fc1's bias gradient, us
+    fused_fc2_scaled_dbias_bytes: float  # TE's grouped dbias / dscales kernel, B a hidden element of a routed slot
     rope_unfused_mcore_bytes: dict[str, float]  # HBM bytes per q / k element of its unfused RoPE (YaRN factor)
     eager_swiglu_backward_bytes: dict[str, float]  # an eager SwiGLU's backward, bytes per inner element, by op
     eager_backward_bytes_per_element: dict[str, float]  # eager chains' counted backward bytes per element, by chain
@@ -463,6 +464,7 @@ def load_constants() -> PerfConstants:
         expert_bias_index_add={str(k): float(v) for k, v in g["expert_bias_index_add"].items()},
         activation_clamp_mcore_bytes={str(k): float(v) for k, v in g["activation_clamp_mcore_bytes"].items()},
         fused_dglu_us={str(k): float(v) for k, v in g["fused_dglu_us"].items()},
+        fused_fc2_scaled_dbias_bytes=float(g["fused_fc2_scaled_dbias_bytes"]),
         rope_unfused_mcore_bytes={str(k): float(v) for k, v in g["rope_unfused_mcore_bytes"].items()},
         eager_swiglu_backward_bytes={str(k): float(v) for k, v in g["eager_swiglu_backward_bytes"].items()},
         eager_backward_bytes_per_element={str(k): float(v) for k, v in g["eager_backward_bytes_per_element"].items()},

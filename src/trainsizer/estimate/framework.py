@@ -137,7 +137,11 @@ def style_number(name: str, key: str) -> float:
 # - sequential_mlp_split: SequentialMLP splits the routed buffer by the host's token counts and concatenates the
 #   experts' outputs (torch.split / torch.cat, 8f331e8c89, 2024-09-06; first tagged core_r0.9.0, 2024-10-24); before
 #   it each expert's rows were sliced out and written back into a zeroed buffer (docs/known-gaps.md 301 (a))
-MCORE_RELEASE_FACTS = {"kv_head_subshard": "0.16", "sequential_mlp_split": "0.9"}
+# - fused_mlp_scaled_fc2_bias: TE's fused grouped MLP scales fc2's expert bias by the routing probabilities
+#   (experts.py _make_fused_ops passes GroupedLinear scale_bias; e4ea85970b, PR 5850, 2026-07-22; first tagged
+#   core_v0.19.0, 2026-08-19): its backward then runs TE's Triton grouped dbias / dscales kernel over fc2's output
+#   gradient; before it fc2's bias went in unscaled, its gradient reduced inside the quantize (docs/known-gaps.md 344 (a))
+MCORE_RELEASE_FACTS = {"kv_head_subshard": "0.16", "sequential_mlp_split": "0.9", "fused_mlp_scaled_fc2_bias": "0.19"}
 
 
 def _release(line: str) -> tuple[int, ...]:

@@ -2013,10 +2013,17 @@ def _fused_dglu_dbias_time(x: _Step, slots: Any) -> Any:
     (strategy.moe_fused_grouped_mlp on experts with biases): the CuTe DSL grouped GEMM + dGLU kernel reduces it in its
     epilogue, measured at perf_constants.yaml gemm.fused_dglu_us with / without over the same kernel (cudnn-frontend
     PR 322, SM100), charged as that ratio less one on the kernel's GEMM, fc2's data gradient (slots x expert_ffn /
-    expert TP, inner hidden) at the expert GEMM rate; the backward runs once, recompute or not."""
+    expert TP, inner hidden) at the expert GEMM rate; the backward runs once, recompute or not. From Megatron-Core 0.19
+    (mcore_has fused_mlp_scaled_fc2_bias) fc2's bias is scaled by the probabilities, and TE's Triton grouped dbias /
+    dscales kernel reads fc2's output gradient once more (gemm.fused_fc2_scaled_dbias_bytes a hidden element of a
+    slot, one kernel; docs/known-gaps.md 344 (a))."""
     us = x.k.fused_dglu_us
     extra = us["with_dbias"] / us["without_dbias"] - 1.0
-    return extra * compute.gemm_time(slots, x.model.expert_ffn / x.et, x.model.expert_width, x.r, fixed=False)
+    dglu = extra * compute.gemm_time(slots, x.model.expert_ffn / x.et, x.model.expert_width, x.r, fixed=False)
+    if not mcore_has("fused_mlp_scaled_fc2_bias", x.mcore_version):
+        return dglu
+    nbytes = slots * x.model.expert_width * x.k.fused_fc2_scaled_dbias_bytes
+    return dglu + compute.stream_time(nbytes, x.r, kernels=1.0)
 
 
 def _mcore_expert_bias_time(x: _Step, slots: Any) -> Any:
