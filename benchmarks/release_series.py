@@ -13,7 +13,9 @@ benchmarks/data/release_series_together_llama8b.csv: Together AI's own Llama 3 8
 recipe in the NeMo 26.02 container (togethercomputer/together-dgxc-benchmarking at 337f1d3c, 2026-03-27), the job of
 perf_blackwell's 25.11 B200 rows on the cluster that ran the Nemotron-4 15B rows of perf_heldout78 (4), scored here
 only. Predictions: accuracy_bands.collect() for held-out rows, perf_blackwell.cases() for the development rows,
-perf_blackwell.job for the two Together Llama rows (the 25.11 recipe's job; a release changes no input).
+perf_blackwell.job for the two Together Llama rows (the 25.11 recipe's job with the 26.02 container's cuDNN stated:
+the one release input the estimate takes, strategy.cudnn_release). Each release's container cuDNN is printed beside
+it (CONTAINER_CUDNN, from Megatron-Bridge's software-versions page).
 
 Also printed: the Nemotron-4 15B against Llama 3 8B on the same cluster and container (Together, 26.02) and on
 NVIDIA's pages, and each Together row's model TFLOP/s a GPU over B200's measured BF16 MAMF (the share of its step the
@@ -98,6 +100,10 @@ MODEL_PAIRS = (
 # figure from REPORT_BF16.md 'Job 81054', the Llama one from release_series_together_llama8b.csv)
 TOGETHER_BF16_TFLOPS = (("heldout_2027z_together_b200_nemotron4_15b_bf16_tp1_gbs256_64gpu", 1570.4),
                         ("together_26.02_b200_llama3_8b_bf16_8gpu", 1183.5))
+# the cuDNN each NeMo Framework container ships (NVIDIA-NeMo/Megatron-Bridge docs/releases/software-versions.md at v0.5.1;
+# the 26.02 entry already at v0.3.0, 21b02e0cf, 2026-02-26); 25.11 is the release the Blackwell attention rates are
+# derived at (perf_constants.yaml attention.cudnn_release_speedup); earlier containers are not listed there
+CONTAINER_CUDNN = {"25.09": "9.11.0", "25.11": "9.13.1", "26.02": "9.18.0", "26.04": "9.20.0", "26.06": "9.21.1"}
 RECIPES = {"BF16": "bf16", "FP8-CS": "fp8/tensorwise", "FP8-MX": "fp8/mxfp8", "NVFP4": "fp8/nvfp4"}
 JOB_FIELDS = ("gpus", "gbs", "mbs", "seq", "tp", "pp", "cp", "vpp", "ep", "fsdp")
 
@@ -143,8 +149,10 @@ def job_differences(series: Series, held: dict[str, dict[str, object]]) -> list[
     return [k for k in keys if len({held[i][k] for i in series.ids}) > 1]
 
 
-def together_llama_predictions() -> dict[str, float]:
-    """The estimate's tokens/s a GPU for Together's Llama 3 8B rows, as perf_blackwell builds its 25.11 rows' jobs."""
+def together_llama_predictions(cudnn: dict[str, str] | None = None) -> dict[str, float]:
+    """The estimate's tokens/s a GPU for Together's Llama 3 8B rows, as perf_blackwell builds its 25.11 rows' jobs, with
+    the container's cuDNN the rows state (the one release input the jobs differ in), or `cudnn`'s by row id ("" =
+    unstated)."""
     import perf_blackwell as pb
     from trainsizer.catalog import load_catalog
     from trainsizer.estimate.step_time import step_time_arrays
@@ -152,7 +160,9 @@ def together_llama_predictions() -> dict[str, float]:
 
     cat, out = load_catalog(), {}
     for r in csv.DictReader(TOGETHER_LLAMA.open(encoding="utf-8")):
-        sc = resolve_job(pb.job(r), cat)
+        j = pb.job(r)
+        j["strategy"]["cudnn_release"] = (cudnn or {}).get(r["id"], r["cudnn_release"]) or None
+        sc = resolve_job(j, cat)
         o = step_time_arrays(sc.model, sc.training, sc.system, sc.strategy)
         out[r["id"]] = sc.training.tokens_per_step / float(np.asarray(o["step_s"]).reshape(-1)[0]) / sc.system.gpus
     return out
@@ -191,7 +201,8 @@ def series_lines(series: Series, held: dict[str, dict[str, object]], pred: dict[
     for i in series.ids:
         h = held[i]
         m, p = float(h["measured"]), pred[i]
-        lines.append(f"  {str(h['release']):14} {str(h['part']):6} {str(h['recipe']):15} measured {m:8.0f} "
+        cudnn = CONTAINER_CUDNN.get(str(h["release"]).split()[-1][:5], "-")
+        lines.append(f"  {str(h['release']):14} {str(h['part']):6} {str(h['recipe']):15} cuDNN {cudnn:6} measured {m:8.0f} "
                      f"({m / first:5.3f} of the first)  predicted {p:8.0f} ({(p / m - 1) * 100:+6.1f}%)")
     ms, ps = [float(held[i]["measured"]) for i in series.ids], [pred[i] for i in series.ids]
     lines.append(f"  spread measured {spread(ms):.3f}, predicted {spread(ps):.3f}")

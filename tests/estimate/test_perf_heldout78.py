@@ -229,7 +229,8 @@ def test_the_together_rows_are_the_files_figures():
 
 def test_the_together_rows_hold_their_settings():
     """B200, 8 a node, 400 Gb/s InfiniBand a GPU; the 15B at TP 1 (two rows TP 2, overlap off), MBS 2, no pipeline,
-    CUDA graphs on in BF16 and off in FP8 (the runs' graph-replay bug), FP8 current scaling (tensorwise); the 340B at
+    CUDA graphs on in BF16 and off in FP8 (the runs' graph-replay bug), FP8 current scaling (tensorwise), the 26.02
+    container's cuDNN stated (9.17's attention rate); the 340B at
     TP 8 x PP 4 x VP 12, MBS 1, per-layer graphs, TP overlap and deferred embedding wgrad."""
     for r in p78.rows():
         if not r["id"].startswith(TOGETHER):
@@ -242,7 +243,10 @@ def test_the_together_rows_hold_their_settings():
         if "_340b_" in r["id"]:
             assert s["cuda_graphs"] == "layer" and s["tp_comm_overlap"] is True, r["id"]
             assert s["defer_embedding_wgrad"] is True and s["micro_batch"] == 1, r["id"]
+            assert "cudnn_release" not in s, r["id"]  # NeMo 25.07.01: its cuDNN not read, the base rate
             continue
+        # NeMo 26.02 ships cuDNN 9.18: the newest measured release's attention rate (known-gaps 341 (e))
+        assert str(s["cudnn_release"]) == "9.17", r["id"]
         assert (s["pp"], s["vpp"], s["micro_batch"]) == (1, 1, 2), r["id"]
         assert s["cuda_graphs"] == ("none" if fp8 else "layer"), r["id"]
         assert s.get("tp_comm_overlap") is (False if s["tp"] == 2 else None), r["id"]
