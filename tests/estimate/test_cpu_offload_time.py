@@ -118,3 +118,23 @@ def test_the_hf_stack_takes_the_deepspeed_offload_step_on_its_engine_only():
     # FSDP's parameter and optimizer offload: FSDP1's CPUOffload, not the engine's step
     fsdp = dataclasses.replace(hf, zero3_runs_deepspeed=False)
     assert _offload_opt_s(fsdp, zero=3) == pytest.approx(_offload_opt_s("hf", zero=3, fsdp="full"), rel=1e-9)
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_deepspeed_cpu_adam_writes_no_16bit_weight_on_the_host(zero):
+    """The engine steps DeepSpeedCPUAdam without fp16_param_groups (v0.9.0 on; read at v0.14.2 and v0.19.2), so its
+    adam_update streams the fp32 master, gradient and two moments (28 B), not the fused count's 30 with the 16-bit
+    write; that copy is the engine's cast / upload (docs/known-gaps.md 349 (a)). FSDP's host optimizer keeps it."""
+    import dataclasses
+
+    from trainsizer.estimate.step_time import perf_style
+
+    ds = perf_style("deepspeed")
+    assert ds.offload_update_unwritten_bytes == 2.0
+    writes = dataclasses.replace(ds, offload_update_unwritten_bytes=0.0)
+    upd = llama8b().params_total / 8
+    want = upd * 2.0 / (K.cpu_adam_params_per_s_per_gpu * K.cpu_adam_bytes_per_param)
+    assert _offload_opt_s(writes, zero) - _offload_opt_s(ds, zero) == pytest.approx(want, rel=1e-6)
+    if zero >= 2:  # the HF Trainer's ZeRO job on the engine takes the engine's step (as the test above)
+        assert _offload_opt_s("hf", zero) == pytest.approx(_offload_opt_s("deepspeed", zero), rel=1e-9)
+    assert perf_style("hf").offload_update_unwritten_bytes == 0.0

@@ -478,6 +478,9 @@ class PerfStyle:
     offload_host_pass_bytes: float = 0.0
     offload_zero3_host_cast_bytes: float = 0.0
     offload_upload_bytes: float = 0.0
+    # bytes per updated parameter of the fused update's count that the offloaded CPU step does not stream
+    # (DeepSpeed's CPU-Adam updates the fp32 partition only; the 16-bit copy is the passes above)
+    offload_update_unwritten_bytes: float = 0.0
     # FSDP2 (fully_shard) copies on the compute stream around its collectives: after each all-gather the flat
     # output is split into the unsharded parameters (foreach_all_gather_copy_out, split_with_sizes_copy) and
     # before each reduce-scatter the unsharded gradients are chunk-cat into the reduce buffer in the reduce dtype
@@ -751,7 +754,8 @@ def _deepspeed_engine_options(strategy, style: PerfStyle) -> dict[str, Any]:
     out = {key: _when(flag, getattr(ds, key), getattr(style, key))
            for key in ("zero3_max_reuse_distance_params", "zero3_step_update_bytes", "zero3_microbatch_syncs",
                        "zero3_grad_copies", "offload_host_pass_bytes", "offload_zero3_host_cast_bytes",
-                       "offload_upload_bytes", "zero3_module_hooks", "zero2_micro_batch_reduce")}
+                       "offload_upload_bytes", "offload_update_unwritten_bytes", "zero3_module_hooks",
+                       "zero2_micro_batch_reduce")}
     if buckets is not None:
         out["zero3_bucket_sizes"] = np.where(on, buckets, style.zero3_bucket_sizes) if on.ndim else str(buckets)
     return out | {"zero3_deepspeed_fetch": on if on.ndim else True}
@@ -4931,7 +4935,9 @@ def _optimizer(x: _Step, g: _Grads, mb: _MicroBatch) -> np.ndarray:
     # the CPU step streams host memory: CPU-Adam's rate scaled by the bytes this update moves per parameter, and
     # DeepSpeed's host passes beside it (PerfStyle.offload_*: the gradient's unscale; at ZeRO-3 the 16-bit cast)
     z3 = x.zero >= 3
-    host_b = bpp + np.asarray(fw.offload_host_pass_bytes, float) + np.where(
+    # (the update's own bytes less the 16-bit write it does not do there: PerfStyle.offload_update_unwritten_bytes)
+    unwritten = np.where(model_dtype, 0.0, np.asarray(fw.offload_update_unwritten_bytes, float))
+    host_b = bpp - unwritten + np.asarray(fw.offload_host_pass_bytes, float) + np.where(
         z3, np.asarray(fw.offload_zero3_host_cast_bytes, float), 0.0)
     cpu_step = upd * host_b / (k.cpu_adam_params_per_s_per_gpu * k.cpu_adam_bytes_per_param)
     # ZeRO-Offload: fp32 gradients down and 16-bit parameters up around the step; FSDP2 CPUOffloadPolicy with
