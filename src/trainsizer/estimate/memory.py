@@ -195,6 +195,11 @@ ITEM_DOCS: dict[str, tuple[str, str]] = {
     "cp_ring_attention_buffers": ("activations", "context-parallel ring attention (PyTorch context_parallel, "
                                   "torchtitan): K / V of every CP rank all-gathered, fp32 dQ / dK / dV accumulators "
                                   "and dK / dV exchange buffers during one layer's attention backward"),
+    "pp_recv_buffers": ("activations", "torch.distributed.pipelining's receive buffers (torchtitan): one "
+                        "stage-input buffer per micro-batch of the schedule on every stage but the first and one "
+                        "output-gradient buffer per micro-batch on every stage but the last, allocated when the "
+                        "schedule first runs and kept for the run; those of the micro-batches in flight are the "
+                        "inputs the first block saves"),
     "cp_allgather_kv_buffers": ("activations", "all-gather context parallelism (cp_comm_type all_gather): the "
                                 "whole sequence's K / V gathered for one layer's attention and, in its backward, "
                                 "the whole sequence's dK / dV before their reduce-scatter"),
@@ -614,6 +619,8 @@ def _batch(model: ModelArch, training: Training, strategy: Strategy, options: Me
     chunked = loss_impl == "chunked" or (loss_impl == "auto" and DEFAULT_LOSS.get(name) == "chunked")
     gathered_logits = getattr(strategy, "loss_parallel", None) is False
     loss_bytes = _logit_extras(training, strategy, name, loss_bytes, titan & (t > 1) & (not gathered_logits), z)
+    loss_bytes = _compiled_loss_parallel(loss_bytes, titan & (t > 1) & (not gathered_logits) & titan_loss_compiled
+                                         & ~titan_chunked)
     loss_bytes = _chunk_at_a_time(loss_bytes, titan_chunked, titan_loss_compiled, training)
     fp32_shard = fsdp1_mixed.fp32_shard_units(strategy, name, mega, titan, z, dpc, training)  # FSDP1's fp32 shard
     opt_precision = _optimizer_precision(strategy, training, fp8_params)
@@ -852,6 +859,18 @@ def _logit_extras(training: Training, strategy: Strategy, name: str, loss_bytes:
     return loss_bytes
 
 
+def _compiled_loss_parallel(loss_bytes: tuple[Any, Any], mask: Any) -> tuple[Any, Any]:
+    """`loss_bytes` where torchtitan compiles its loss under TP's loss_parallel (vocabulary-sharded DTensor logits):
+    the compiled graph saves the fp32 log-softmax (4 B a local logit element, logits.hf_saved_bytes_per_element) as
+    the eager one does, not the compiled non-TP loss's 16-bit logits (2 B): loss_parallel's log-softmax handler
+    all-reduces the row max and sum across the TP ranks (torch/distributed/tensor/parallel/loss.py), and the
+    partitioner does not re-run collectives in the backward. Counted with torch 2.13 on the fake process group
+    (known-gaps 348 (c)): 4.00 B a local element compiled under loss_parallel, 2.02 compiled without it. The
+    backward's temporaries keep the compiled value (not measured here)."""
+    hf = float(load_memory_constants()["logits"]["hf_saved_bytes_per_element"])
+    return np.where(mask, np.maximum(np.asarray(loss_bytes[0], float), hf), loss_bytes[0]), loss_bytes[1]
+
+
 def _chunk_at_a_time(loss_bytes: tuple[Any, Any], titan_chunked: np.ndarray, titan_compiled: np.ndarray,
                      training: Training) -> tuple[Any, Any]:
     """`loss_bytes` (its inner loss's saved and backward-extra bytes per logit element) under torchtitan's chunked
@@ -908,6 +927,24 @@ def _fp8_transpose_bytes(strategy: Strategy, training: Training | None = None, a
     if per_tensor and any(accelerator.lower().startswith(f) for f in c["non_tn_fp8_gemm_families"]):
         return 0.0
     return float(load_memory_constants()["fp8"]["param_cache_bytes_per_gemm_param"])
+
+
+def _titan_tp_rowwise_bytes(model: ModelArch, training: Training, strategy: Strategy, sp_div: np.ndarray) -> Any:
+    """Bytes per token (before TP) that torchtitan's per-op SAC keeps in a dense block under TP with sequence
+    parallelism beyond `torchtitan_op_sac_items`' sequence-sharded count. Its save list holds aten.mm and
+    _c10d_functional.reduce_scatter_tensor (torchtitan/distributed/activation_checkpoint.py `_save_list`, late 2025),
+    and a RowwiseParallel linear's mm yields the whole sequence's partial sum, reduce-scattered to Shard(1) by the
+    module's output hook (llama3 parallelize.py apply_tp: wo, w2 RowwiseParallel(output_layouts=Shard(1))). Eager,
+    SAC's dispatch mode caches w2's mm output whole (the items count it over TP) and both reduce-scatter outputs;
+    compiled, the partitioner keeps only what the backward reads: wo's reduce-scatter output, from which the
+    ffn_norm input is re-made (w2's output and its reduce-scatter are not read). Counted with torch 2.13 on a
+    TP 2 block, benchmarks/titan_tp_sac_saves.py: eager +3.0 h, compiled +1.0 h bytes a token. 0 without SP."""
+    a, h = float(act_bytes(training.precision)), float(model.hidden)
+    kept = 1.0 - op_sac_unsaved_share(training, model)
+    sp = np.asarray(sp_div, float)
+    eager = a * h * kept * (1.0 - 1.0 / sp) + 2.0 * a * h / sp
+    extra = np.where(_compiled(strategy, "torchtitan", training), a * h / sp, eager)
+    return np.where(sp > 1, extra, 0.0)
 
 
 def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, options: MemoryOptions, pre: _Pre,
@@ -978,6 +1015,7 @@ def _layer_bytes(model: ModelArch, training: Training, strategy: Strategy, optio
         keeps & (rec == 0), dpa, 0.0)
     moe_b = pick(tab_m, row, 1) + np.where(keeps & (rec <= 1), norm, 0.0) + np.where(
         keeps & (rec == 0), dpa, 0.0) if model.is_moe else dense_b
+    dense_b = dense_b + np.where(row == 7, tokens * _titan_tp_rowwise_bytes(model, training, strategy, sp_div), 0.0)
     dense_none = pick(base_d, row_none, 0) + norm + act + fp8_act + dpa + peft_none
     moe_none = pick(base_m, row_none, 1) + norm + dpa if model.is_moe else dense_none
     if model.is_moe and getattr(strategy, "moe_dispatcher", "auto") in FLEX_DISPATCHERS:
@@ -1514,6 +1552,8 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
         items["loss_chunk_buffers"] = _on(g.is_last, _titan_chunk_buffers(b), 0.0)
     if np.any(b.titan & (b.cp > 1)):
         items["cp_ring_attention_buffers"] = np.where(b.titan & (b.cp > 1), _cp_ring_buffers(b), 0.0)
+    if np.any(b.titan & (b.p > 1)):
+        items["pp_recv_buffers"] = _pp_recv_buffers(b, g)
     if b.cp_all_gather and np.any(~b.titan & (b.cp > 1)):
         items["cp_allgather_kv_buffers"] = np.where(~b.titan & (b.cp > 1), _cp_allgather_buffers(b), 0.0)
     if b.training.explicit_attention_mask:
@@ -1523,6 +1563,27 @@ def _activations(b: _Batch, g: _Stage, items: dict[str, Any]) -> None:
     if b.expert_copies or b.expert_grad_zeros:
         items["expert_loop_buffers"] = _expert_weight_copies(b, np.where(full, np.minimum(n_moe, 1.0), fl * n_moe),
                                                               n_moe > 0)
+
+
+def _pp_recv_buffers(b: _Batch, g: _Stage) -> Any:
+    """Bytes of torch.distributed.pipelining's receive buffers on one rank under torchtitan's pipelining
+    (pytorch/pytorch torch/distributed/pipelining/stage.py, PipelineStage._prepare_forward_infra and
+    _create_grad_recv_info, v2.9.0 / main of 2025-12: `for chunk_id in range(num_microbatches)` a
+    _make_tensor_from_meta stage-input buffer on every stage but the first, and in _prepare_backward_infra one
+    output-gradient buffer a micro-batch on every stage but the last; "TODO: create args_recv_info lazily"). Each is
+    the stage boundary's hidden state, 16-bit, sequence-sharded under TP (torchtitan's RowwiseParallel
+    output_layouts Shard(1)). A rank's v chunks hold v stages; the input buffers of the micro-batches in flight
+    are the block inputs `layer_activations` already counts, so only the others are charged here."""
+    v = np.maximum(b.v, 1.0)
+    first = _on(g.is_first, 1.0, 0.0)
+    last = _on(g.is_last, 1.0, 0.0)
+    held = sum(np.where(c < v, in_flight_chunk_microbatches(b.p, v, b.n_sched, g.rank, float(c)), 0.0)
+               for c in range(int(np.max(v))))
+    held = held - first * in_flight_chunk_microbatches(b.p, v, b.n_sched, g.rank, 0.0)
+    inputs = np.maximum((v - first) * b.n_sched - held, 0.0)
+    grads = (v - last) * b.n_sched
+    per = b.tokens * float(b.model.hidden) * b.w16 / b.sp_div
+    return np.where(b.titan & (b.p > 1), (inputs + grads) * per, 0.0)
 
 
 def _held_rerun_graphs(b: _Batch, g: _Stage) -> tuple[Any, Any]:
